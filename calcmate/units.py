@@ -28,7 +28,7 @@ def ureg() -> pint.UnitRegistry:
         u = pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
         u.define("mmHg_ = millimeter_Hg")  # explicit alias; pint already knows mmHg
         u.define("cmH2O = centimeter_H2O")
-        u.define("equivalent = mole = Eq")
+        u.define("equivalent = [charge_equivalent] = Eq")
         u.define("osmole = mole = Osm")
         u.define("unit_ = [enzyme_unit] = U = IU")
         u.define("beat = [] ")
@@ -200,13 +200,15 @@ def _parse_unit(unit: str) -> pint.Unit:
 
 
 def _molar_kind(u: pint.Unit) -> str | None:
-    """'mass' for mass/volume, 'molar' for substance/volume, else None."""
+    """'mass' for mass/volume, 'molar' for substance/volume, 'eq' for equivalents/volume, else None."""
     dim = ureg().get_dimensionality(u)
-    if dim == ureg().get_dimensionality("g/L"):
-        return "mass"
-    if dim == ureg().get_dimensionality("mol/L"):
-        return "molar"
+    for kind, ref in (("mass", "g/L"), ("molar", "mol/L"), ("eq", "Eq/L")):
+        if dim == ureg().get_dimensionality(ref):
+            return kind
     return None
+
+
+_CANON = {"mass": "g/L", "molar": "mol/L", "eq": "Eq/L"}
 
 
 def convert(value: float, from_unit: str, to_unit: str, analyte: str | None = None) -> float:
@@ -230,11 +232,11 @@ def convert(value: float, from_unit: str, to_unit: str, analyte: str | None = No
         a = ANALYTES.get(analyte)
         if a is None:
             raise UnitError(f"no molar mass known for analyte {analyte!r}")
-        if ks == "mass":  # g/L -> mol/L
-            molar = q.to("g/L").magnitude / a.molar_mass
-            return float(ureg().Quantity(molar, "mol/L").to(dst).magnitude)
-        mass = q.to("mol/L").magnitude * a.molar_mass
-        return float(ureg().Quantity(mass, "g/L").to(dst).magnitude)
+        # to mol/L first, then to the destination kind
+        mag = q.to(_CANON[ks]).magnitude
+        mol = mag / a.molar_mass if ks == "mass" else mag / a.valence if ks == "eq" else mag
+        out = mol * a.molar_mass if kd == "mass" else mol * a.valence if kd == "eq" else mol
+        return float(ureg().Quantity(out, _CANON[kd]).to(dst).magnitude)
     raise UnitError(
         f"cannot convert {from_unit!r} to {to_unit!r}"
         + ("" if analyte else " (mass<->molar needs an analyte)")
