@@ -1,0 +1,250 @@
+"""MedMCP-Calc metrics (appendix A.2) for one task and over a run.
+
+Per task, with the ground-truth ``calculator_answers`` as denominators:
+
+* **TF** (task finished): a valid final answer within the round limit (the released code does
+  not compute TF; this is our explicit definition).
+* **CS** (calculator selection): ground-truth calculators matched by a predicted one; a match is
+  the same registry calculator (ids, aliases, bundles), the same normalised name, or a rapidfuzz
+  ``token_set_ratio`` at or above ``fuzzy_threshold``. One prediction matches at most one truth.
+* **QP** (quantitative precision): ground-truth results matched by a predicted value under
+  ``calcmate.scoring.tolerance.values_match`` (±5% decimals, exact integers, normalised
+  categories, units parsed). Not conditional on CS: a truth whose name went unmatched may still
+  be met by an unassigned prediction's value.
+* **EA** (EHR access): ground-truth input values found, normalised, in the agent's SQL results.
+
+Averages are per task, then over tasks (as in the paper). docs/scoring.md says where these
+deterministic scores differ from the official LLM-judged ones.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel, Field
+from rapidfuzz import fuzz
+
+from calcmate.agent.tools import CATEGORY
+from calcmate.agent.trajectory import FinalAnswerItem, Trajectory
+from calcmate.calculators.spec import normalize_name
+from calcmate.scoring.tolerance import parse_number, values_match
+from calcmate.tasks import Task
+from calcmate.units import UnitError, convert
+
+TOOL_KINDS = ("sql", "python", "search", "fetch")
+
+
+class TaskScore(BaseModel):
+    task_id: str
+    domain: str | None = None
+    tf: bool = False
+    cs: float = 0.0
+    qp: float = 0.0
+    ea: float = 0.0
+    n_calculators: int = 0
+    cs_hits: int = 0
+    qp_hits: int = 0
+    ea_found: int = 0
+    ea_total: int = 0
+    extra_calculators: int = 0
+    tool_calls: dict[str, int] = Field(default_factory=dict)
+    rounds: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    format_errors: int = 0
+    extraction: str = "none"
+    details: list[dict[str, Any]] = Field(default_factory=list)
+
+
+# -- names -------------------------------------------------------------------------------------
+def _registry_ids(name: str) -> set[str]:
+    from calcmate.calculators.registry import UnknownCalculatorError, registry
+
+    try:
+        return {c.id for c in registry().resolve(name)}
+    except (UnknownCalculatorError, KeyError):
+        return set()
+
+
+def name_score(pred: str, truth: str) -> float:
+    """100 for the same calculator (registry or normalised name), else the fuzzy ratio."""
+    a, b = normalize_name(pred), normalize_name(truth)
+    if not a or not b:
+        return 0.0
+    if a == b:
+        return 100.0
+    ia, ib = _registry_ids(pred), _registry_ids(truth)
+    if ia and ib and ia & ib:
+        return 100.0
+    return float(fuzz.token_set_ratio(a, b))
+
+
+def match_names(preds: list[str], truths: list[str], threshold: float = 85.0) -> dict[int, int]:
+    """Greedy one-to-one assignment truth index -> prediction index, best pairs first."""
+    pairs = sorted(((name_score(p, t), ti, pi) for ti, t in enumerate(truths) for pi, p in enumerate(preds)), reverse=True)
+    out: dict[int, int] = {}
+    used: set[int] = set()
+    for score, ti, pi in pairs:
+        if score < threshold:
+            break
+        if ti in out or pi in used:
+            continue
+        out[ti] = pi
+        used.add(pi)
+    return out
+
+
+def item_matches(item: FinalAnswerItem, truth: Any, rel_tol: float = 0.05) -> bool:
+    cands: list[Any] = [item.value]
+    if item.unit and isinstance(item.value, (int, float, str)):
+        cands.append(f"{item.value} {item.unit}")
+    if item.interpretation:
+        cands.append(item.interpretation)
+    return any(values_match(c, truth, rel_tol) for c in cands)
+
+
+# -- EHR access --------------------------------------------------------------------------------
+_NUM = re.compile(r"[-+]?\d+(?:\.\d+)?")
+_ALT_UNITS = ("kg", "lb", "g", "cm", "in", "m", "degC", "degF", "mg/dL", "umol/L", "mmol/L", "g/dL", "g/L", "mL", "L")
+
+
+class SqlEvidence:
+    """The text of every successful SQL result of a trajectory, indexed for value lookup."""
+
+    def __init__(self, traj: Trajectory):
+        texts = [c.result for c in traj.tool_calls if CATEGORY.get(c.tool) == "sql" and c.tool not in ("list_tables", "describe_tables") and not c.is_error]
+        self.raw = "\n".join(texts)
+        self.norm = " " + normalize_name(self.raw) + " "
+        self.numbers = [float(x) for x in _NUM.findall(self.raw.replace(",", ""))]
+
+    def has_number(self, v: float, rel: float = 0.005) -> bool:
+        return any(abs(n - v) <= max(rel * abs(v), 1e-6) for n in self.numbers)
+
+    def has_text(self, text: str) -> bool:
+        k = normalize_name(text)
+        if not k:
+            return False
+        if f" {k} " in self.norm:
+            return True
+        return len(k) >= 8 and fuzz.partial_ratio(k, self.norm) >= 92
+
+    def contains(self, value: Any) -> bool:
+        if value is None or not self.raw:
+            return False
+        if isinstance(value, bool):
+            return self.has_text("yes" if value else "no") or self.has_text(str(value))
+        s = str(value).strip()
+        q = parse_number(value)
+        if q is not None and not _has_words_beyond_unit(s, q[1]):
+            v, unit = q
+            if self.has_number(v):
+                return True
+            if unit:
+                for alt in _ALT_UNITS:
+                    try:
+                        if self.has_number(convert(v, unit, alt), rel=0.01):
+                            return True
+                    except (UnitError, ValueError, TypeError):
+                        continue
+            return False
+        if self.has_text(s):
+            return True
+        main = re.sub(r"\(.*?\)", " ", s).strip()  # "2 (Moderate slowing ...)" -> "2", inner text
+        inner = " ".join(re.findall(r"\((.*?)\)", s))
+        return any(self.has_text(x) for x in (main, inner) if x and len(normalize_name(x)) >= 4)
+
+
+def _has_words_beyond_unit(s: str, unit: str | None) -> bool:
+    rest = _NUM.sub(" ", s, count=1)
+    if unit:
+        rest = rest.replace(unit, " ")
+    return bool(re.search(r"[A-Za-z]{3,}", rest))
+
+
+# -- per task ----------------------------------------------------------------------------------
+def tool_counts(traj: Trajectory) -> dict[str, int]:
+    c = Counter(CATEGORY.get(t.tool, "other") for t in traj.tool_calls)
+    return {k: c.get(k, 0) for k in (*TOOL_KINDS, "other")}
+
+
+def score_task(task: Task, traj: Trajectory | None, items: list[FinalAnswerItem] | None = None,
+               extraction: str = "block", fuzzy_threshold: float = 85.0, rel_tol: float = 0.05) -> TaskScore:
+    """Score one task; ``items`` default to the trajectory's deterministic extraction."""
+    from calcmate.scoring.extract import extract_items
+
+    truths = task.calculator_answers
+    domain = task.domain.value if task.domain else None
+    if traj is None:
+        return TaskScore(task_id=task.task_id, domain=domain, n_calculators=len(truths),
+                         ea_total=sum(len(a.inputs) for a in truths))
+    if items is None:
+        items, extraction = extract_items(traj) if traj.finished else ([], "none")
+    assign = match_names([i.calculator for i in items], [a.name for a in truths], fuzzy_threshold)
+    used = set(assign.values())
+    details: list[dict[str, Any]] = []
+    qp_hits = 0
+    for ti, a in enumerate(truths):
+        pi = assign.get(ti)
+        hit = pi is not None and item_matches(items[pi], a.final_answer, rel_tol)
+        if not hit and pi is None:  # QP is not conditional on CS
+            for pj, it in enumerate(items):
+                if pj not in used and item_matches(it, a.final_answer, rel_tol):
+                    hit, pi = True, pj
+                    used.add(pj)
+                    break
+        qp_hits += hit
+        details.append({"calculator": a.name, "truth": a.final_answer, "name_match": ti in assign,
+                        "predicted": None if pi is None else items[pi].model_dump(), "value_match": hit})
+    ev = SqlEvidence(traj)
+    inputs = [i for a in truths for i in a.inputs]
+    found = sum(ev.contains(i.value) for i in inputs)
+    n = len(truths)
+    return TaskScore(
+        task_id=task.task_id, domain=domain, tf=traj.finished and bool(items or (traj.final_answer_text or "").strip()),
+        cs=len(assign) / n if n else 0.0, qp=qp_hits / n if n else 0.0,
+        ea=found / len(inputs) if inputs else 0.0, n_calculators=n, cs_hits=len(assign), qp_hits=qp_hits,
+        ea_found=found, ea_total=len(inputs), extra_calculators=max(0, len(items) - len(assign)),
+        tool_calls=tool_counts(traj), rounds=traj.rounds, prompt_tokens=traj.prompt_tokens,
+        completion_tokens=traj.completion_tokens, format_errors=traj.format_errors, extraction=extraction, details=details,
+    )
+
+
+# -- over a run --------------------------------------------------------------------------------
+def _summary(scores: list[TaskScore]) -> dict[str, Any]:
+    n = len(scores)
+    if not n:
+        return {"n_tasks": 0}
+    mean = lambda xs: sum(xs) / n  # noqa: E731
+    return {
+        "n_tasks": n,
+        "TF": round(100 * mean([s.tf for s in scores]), 2),
+        "CS": round(100 * mean([s.cs for s in scores]), 2),
+        "EA": round(100 * mean([s.ea for s in scores]), 2),
+        "QP": round(100 * mean([s.qp for s in scores]), 2),
+        "tool_calls_per_task": {k: round(mean([s.tool_calls.get(k, 0) for s in scores]), 2) for k in (*TOOL_KINDS, "other")},
+        "extra_calculators_per_task": round(mean([s.extra_calculators for s in scores]), 2),
+        "rounds_per_task": round(mean([s.rounds for s in scores]), 2),
+        "prompt_tokens_per_task": round(mean([s.prompt_tokens for s in scores]), 1),
+        "completion_tokens_per_task": round(mean([s.completion_tokens for s in scores]), 1),
+        "total_prompt_tokens": sum(s.prompt_tokens for s in scores),
+        "total_completion_tokens": sum(s.completion_tokens for s in scores),
+        "format_errors_per_task": round(mean([s.format_errors for s in scores]), 2),
+        "extraction": dict(Counter(s.extraction for s in scores)),
+    }
+
+
+def aggregate(scores: Iterable[TaskScore]) -> dict[str, Any]:
+    """Overall and per-domain metrics in percent, plus Table-3 tool counts and token/round counts."""
+    scores = list(scores)
+    by_domain: dict[str, list[TaskScore]] = defaultdict(list)
+    for s in scores:
+        by_domain[s.domain or "Unknown"].append(s)
+    return {"overall": _summary(scores), "per_domain": {d: _summary(v) for d, v in sorted(by_domain.items())}}
+
+
+def is_close_pct(a: float, b: float, tol: float = 1e-6) -> bool:
+    return math.isclose(a, b, abs_tol=tol)
