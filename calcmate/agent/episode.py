@@ -21,6 +21,14 @@ from calcmate.agent.trajectory import ToolCallRecord, Trajectory
 from calcmate.tasks import Task
 
 
+def task_question(task: Task) -> str:
+    """What the agent is asked: the official harness's patient-id preamble + the fuzzy question
+    (never the task_description, which is the plan)."""
+    pid = f"with patient_id '{task.patient_id}'" if task.patient_id else ""
+    return (f"I am assessing the patient {pid}. Please explicitly identify and use applicable medical calculators "
+            f"to quantify the assessment. Show the calculated results.\n\n{task.fuzzy_question}").replace("patient .", "patient.")
+
+
 @dataclass
 class EpisodeState:
     """What a policy may look at: the task's question (and, for scripted policies, ``context``),
@@ -57,7 +65,7 @@ async def run_episode(
     specs = specs if specs is not None else await tools.list_tools()
     catalog = ToolCatalog(specs)
     traj = Trajectory(task_id=task.task_id, policy=policy.name, protocol=protocol.name,
-                      messages=protocol.initial_messages(task.fuzzy_question))
+                      messages=protocol.initial_messages(task_question(task)))
     state = EpisodeState(task, traj, protocol, specs, cfg.max_rounds, context=dict(context or {}))
     streak = 0
     try:

@@ -1,0 +1,233 @@
+"""The scripted oracle policy: solves a task from its ground truth through the real tools.
+
+It is the evaluator's harness check (it must score CS, EA and QP near 100 on tasks whose
+calculators the registry has) and the synthesizer's scripted teacher (same code). Per task::
+
+    list_tables -> describe_tables(tables that hold the inputs)
+    for each ground-truth calculator, in order:
+        search(name) -> fetch(best hit) -> run_sql for each input (the materializer's queries)
+        -> run_python (registry formula when it reproduces the answer, else the ground truth)
+    final answer block (calcmate.agent.final_answer), values as run_python printed them
+
+``Perturbation`` degrades it in ways whose score is predictable, to test the scorer:
+``drop_calculators`` (fraction of each task's calculators left out: CS and QP fall to the
+share kept), ``corrupt_values`` (fraction whose final value is made wrong: QP falls, CS and EA
+stay), ``skip_sql`` (no SQL at all: EA falls to 0).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from calcmate.agent.episode import EpisodeState
+from calcmate.agent.policy import Policy, Turn
+from calcmate.agent.protocols import Action, ToolCall
+from calcmate.agent.trajectory import FinalAnswerItem
+from calcmate.agent.final_answer import write_final_answer
+from calcmate.tasks import CalcAnswer
+
+_URL = re.compile(r"calcmate://calculators/[A-Za-z0-9_\-]+")
+
+
+class Perturbation(BaseModel):
+    drop_calculators: float = Field(0.0, ge=0, le=1)
+    corrupt_values: float = Field(0.0, ge=0, le=1)
+    skip_sql: bool = False
+    seed: int = 0
+
+    def n_dropped(self, n: int) -> int:
+        return math.floor(self.drop_calculators * n + 1e-9)
+
+    def n_corrupted(self, n_kept: int) -> int:
+        return math.floor(self.corrupt_values * n_kept + 1e-9)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.drop_calculators or self.corrupt_values or self.skip_sql)
+
+
+@dataclass
+class InputQuery:
+    """One ground-truth input and the SQL that retrieves it (from the materializer's report)."""
+
+    order: int
+    field: str
+    value: Any
+    sql: str
+    table: str | None = None
+
+
+def input_queries(report: Any) -> list[InputQuery]:
+    """Read the materializer's report (``MaterializeReport.queries``) into InputQuery rows."""
+    if report is None:
+        return []
+    raw = getattr(report, "queries", report)
+    if isinstance(raw, dict):
+        raw = list(raw.values())
+    out: list[InputQuery] = []
+    for q in raw or []:
+        get = (lambda k, q=q: q.get(k)) if isinstance(q, dict) else (lambda k, q=q: getattr(q, k, None))
+        sql = get("sql") or get("query")
+        if not sql:
+            continue
+        out.append(InputQuery(order=int(get("order") or get("calculator_order") or 0), field=str(get("field") or ""),
+                              value=get("value"), sql=str(sql), table=get("table")))
+    return out
+
+
+def registry_inputs(calc: Any, answer: CalcAnswer) -> dict[str, Any] | None:
+    """Map a ground-truth answer's free-text fields to the calculator's input keys; None if any
+    required input stays unmapped."""
+    from calcmate.calculators.spec import normalize_name
+
+    names = {normalize_name(n): i.key for i in calc.inputs for n in i.names()}
+    vals: dict[str, Any] = {}
+    for gi in answer.inputs:
+        key = names.get(normalize_name(gi.field))
+        if key is None:
+            return None
+        vals[key] = gi.value
+    if any(not i.optional and i.key not in vals for i in calc.inputs):
+        return None
+    return vals
+
+
+def python_for(answer: CalcAnswer) -> tuple[str, bool]:
+    """The run_python code for one calculator, and whether it calls the registry formula.
+
+    The registry path is used only when, run here, it reproduces the ground truth (so a label the
+    registry disagrees with does not cost the oracle QP)."""
+    from calcmate.calculators.registry import registry
+    from calcmate.scoring.tolerance import values_match
+
+    truth = json.dumps(answer.final_answer, ensure_ascii=False)
+    calc = registry().find(answer.name)
+    inputs = registry_inputs(calc, answer) if calc is not None else None
+    listing = json.dumps({i.field: i.value for i in answer.inputs}, ensure_ascii=False, indent=1)
+    if calc is not None and inputs is not None:
+        try:
+            ok = values_match(calc(inputs).value, answer.final_answer)
+        except Exception:
+            ok = False
+        if ok:
+            code = (f"# {answer.name}: inputs retrieved from the EHR\nimport json\ninputs = {json.dumps(inputs, ensure_ascii=False)}\n"
+                    "try:\n    from calcmate.calculators import registry\n"
+                    f"    value = registry().get({calc.id!r})(inputs).value\n"
+                    f"except ImportError:  # sandbox without calcmate: the verified result\n    value = {truth}\n"
+                    "print(json.dumps(value, default=str))\n")
+            return code, True
+    code = f"# {answer.name}\nimport json\ninputs = {listing}\nvalue = {truth}\nprint(json.dumps(value, ensure_ascii=False))\n"
+    return code, False
+
+
+def _printed_value(text: str, fallback: Any) -> Any:
+    for line in reversed((text or "").strip().splitlines()):
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError:
+            continue
+    return fallback
+
+
+def corrupt(value: Any) -> Any:
+    """A value certain to fail QP: numbers scaled well outside ±5%, categories replaced."""
+    from calcmate.scoring.tolerance import parse_number
+
+    q = parse_number(value) if not isinstance(value, bool) else None
+    if q is not None and not isinstance(value, str):
+        return round(q[0] * 1.5 + 7, 3)
+    if q is not None and re.match(r"^\s*[-+]?\d", str(value)):
+        return f"{round(q[0] * 1.5 + 7, 3)}{' ' + q[1] if q[1] else ''}"
+    return "corrupted-answer"
+
+
+class OraclePolicy(Policy):
+    name = "oracle"
+
+    def __init__(self, perturb: Perturbation | None = None):
+        self.perturb = perturb or Perturbation()
+        if self.perturb.active:
+            self.name = "oracle:" + ",".join(f"{k}={v}" for k, v in self.perturb.model_dump().items() if v and k != "seed")
+        self._plan: list[Any] = []
+
+    async def start(self, state: EpisodeState) -> None:
+        task, p = state.task, self.perturb
+        answers = sorted(task.calculator_answers, key=lambda a: a.order)
+        keep = answers[: len(answers) - p.n_dropped(len(answers))]
+        rng = random.Random(f"{p.seed}:{task.task_id}")
+        self.corrupted = {a.order for a in rng.sample(keep, p.n_corrupted(len(keep)))}
+        queries = [] if p.skip_sql else input_queries(state.context.get("materialized"))
+        self.keep = keep
+        plan: list[Any] = []
+        if queries:
+            tables = sorted({q.table for q in queries if q.table}) or None
+            plan.append(("list_tables", {}, "List the EHR tables to see where the patient's data live."))
+            if tables:
+                plan.append(("describe_tables", {"table_names": tables}, "Inspect the columns of the tables that hold the inputs."))
+        seen_sql: set[str] = set()
+        for a in keep:
+            plan.append(("search", {"query": a.name}, f"Find the reference for {a.name}."))
+            plan.append(("fetch", a, f"Read the {a.name} reference: formula, inputs and interpretation."))
+            for q in queries:
+                if (q.order == a.order or not q.order) and q.sql not in seen_sql:
+                    seen_sql.add(q.sql)
+                    plan.append(("run_sql", {"query": q.sql}, f"Retrieve {q.field} for {a.name}."))
+            code, _ = python_for(a)
+            plan.append(("run_python", {"code": code}, f"Compute {a.name} from the retrieved inputs.", a))
+        plan.append(("final", None, ""))
+        self._plan = plan
+        self._values: dict[int, Any] = {}
+        self._last_search = ""
+
+    async def act(self, state: EpisodeState) -> Turn:
+        # read the previous observation
+        if state.trajectory.tool_calls:
+            last = state.trajectory.tool_calls[-1]
+            if last.tool == "search":
+                self._last_search = last.result
+            elif last.tool == "run_python" and self._pending is not None:
+                self._values[self._pending.order] = _printed_value(last.result, self._pending.final_answer) if not last.is_error else self._pending.final_answer
+        self._pending = None
+        step = self._plan.pop(0) if self._plan else ("final", None, "")
+        tool, args, thought = step[0], step[1], step[2]
+        if tool == "final":
+            return Turn(action=Action(thought="All calculators are computed.", answer=self._final_answer()))
+        if tool == "fetch":
+            args = {"url": self._best_url(args)}
+        if tool == "run_python":
+            self._pending = step[3]
+        return Turn(action=Action(thought=thought, tool_calls=[ToolCall(tool, dict(args), reason=thought)]))
+
+    _pending: CalcAnswer | None = None
+
+    def _best_url(self, answer: CalcAnswer) -> str:
+        from calcmate.calculators.registry import registry
+
+        calc = registry().find(answer.name)
+        urls = _URL.findall(self._last_search)
+        if calc is not None and (calc.url in urls or not urls):
+            return calc.url
+        return urls[0] if urls else f"calcmate://calculators/{re.sub(r'[^a-z0-9]+', '_', answer.name.lower()).strip('_')}"
+
+    def _final_answer(self) -> str:
+        from calcmate.calculators.registry import registry
+
+        items = []
+        for a in self.keep:
+            value = self._values.get(a.order, a.final_answer)
+            if a.order in self.corrupted:
+                value = corrupt(value)
+            calc = registry().find(a.name)
+            interp = None
+            if calc is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
+                interp = calc.interpret(value)
+            items.append(FinalAnswerItem(calculator=a.name, value=value, unit=calc.output.unit if calc else None,
+                                         interpretation=interp))
+        return write_final_answer(items, "Summary of the calculations, each computed from values retrieved from the EHR.")

@@ -1,0 +1,200 @@
+"""Evaluate a policy on MedMCP-Calc-format tasks: materialize patients, run episodes with
+bounded concurrency, append each trajectory as it finishes (resumable), then score and report.
+
+``eval/evaluate.py`` and ``eval/sweep.py`` are thin wrappers over ``evaluate``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from calcmate.agent.backends.base import BackendConfig, make_backend
+from calcmate.agent.episode import EpisodeConfig, run_episode
+from calcmate.agent.oracle import OraclePolicy, Perturbation
+from calcmate.agent.policy import ModelPolicy, Policy
+from calcmate.agent.protocols import get_protocol
+from calcmate.agent.tools import ToolSet, toolset_specs
+from calcmate.agent.trajectory import Trajectory
+from calcmate.io import JsonlAppender, atomic_write_json
+from calcmate.scoring.extract import JudgeConfig
+from calcmate.tasks import Task, read_tasks
+
+
+class EpisodeSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max_rounds: int = Field(80, ge=1)
+    max_format_retries: int = Field(5, ge=0)
+    tool_timeout_s: float = Field(120, gt=0)
+
+
+class ToolsSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    transport: Literal["in_process", "stdio"] = "in_process"
+
+
+class EhrSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    dsn: str | None = None  # an official MedMCP-Calc database: used as is, nothing materialized
+    seed: int = 0  # materializer seed
+    database: str | None = None  # name of the database to (re)create; default derived from the run
+
+
+class ScoringSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    fuzzy_threshold: float = Field(85.0, ge=0, le=100)
+    rel_tol: float = Field(0.05, ge=0)
+    judge: JudgeConfig | None = None
+
+
+class EvalConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = None  # run name in reports; default: the model or policy
+    tasks: str | None = None
+    limit: int | None = Field(None, ge=1)
+    policy: Literal["model", "oracle"] = "model"
+    protocol: Literal["native", "react_json"] = "native"
+    concurrency: int = Field(8, ge=1)  # episodes in flight
+    backend: BackendConfig = Field(default_factory=BackendConfig)
+    episode: EpisodeSettings = Field(default_factory=EpisodeSettings)
+    tools: ToolsSettings = Field(default_factory=ToolsSettings)
+    ehr: EhrSettings = Field(default_factory=EhrSettings)
+    scoring: ScoringSettings = Field(default_factory=ScoringSettings)
+    perturb: Perturbation = Field(default_factory=Perturbation)
+
+    def run_name(self) -> str:
+        if self.name:
+            return self.name
+        if self.policy == "oracle":
+            return OraclePolicy(self.perturb).name
+        return Path(self.backend.model or "model").name
+
+
+# -- environment -------------------------------------------------------------------------------
+@contextlib.asynccontextmanager
+async def open_environment(cfg: EvalConfig, tasks: list[Task]) -> AsyncIterator[tuple[ToolSet, dict[str, Any]]]:
+    """The tools over the patients' database, and each task's materialization report."""
+    from calcmate.tools.toolbox import Toolbox
+
+    reports: dict[str, Any] = {}
+    db = server = None
+    if cfg.ehr.dsn:
+        dsn = cfg.ehr.dsn
+    else:
+        from calcmate.ehr import get_server
+        from calcmate.ehr.materialize import materialize
+
+        server = get_server()
+        ids = ",".join(sorted(t.task_id for t in tasks))
+        name = cfg.ehr.database or "eval_" + hashlib.sha1(f"{ids}:{cfg.ehr.seed}".encode()).hexdigest()[:16]
+        db = server.create_database(name)
+        with db.connect() as conn:
+            for t in tasks:
+                reports[t.task_id] = materialize(t, conn, seed=cfg.ehr.seed)
+        dsn = db.ro_dsn
+    tb = Toolbox.stdio(dsn=dsn) if cfg.tools.transport == "stdio" else Toolbox.in_process(dsn=dsn)
+    try:
+        async with tb.session() as session:
+            yield session, reports
+    finally:
+        tb.close()
+        if db is not None and server is not None:
+            server.drop_database(db.name)
+
+
+# -- running -----------------------------------------------------------------------------------
+def trajectory_record(traj: Trajectory) -> dict[str, Any]:
+    return traj.model_dump(mode="json")
+
+
+async def run_tasks(
+    tasks: list[Task], make_policy: Callable[[Task], Policy], tools: ToolSet, cfg: EvalConfig,
+    reports: dict[str, Any], on_done: Callable[[Trajectory], None], progress: Any = None,
+) -> None:
+    """Run every task's episode, ``cfg.concurrency`` at a time; ``on_done`` sees each as it ends."""
+    protocol = get_protocol(cfg.protocol)
+    specs = await toolset_specs(tools)
+    ecfg = EpisodeConfig(cfg.episode.max_rounds, cfg.episode.max_format_retries, cfg.episode.tool_timeout_s)
+    sem = asyncio.Semaphore(cfg.concurrency)
+
+    async def one(task: Task) -> None:
+        async with sem:
+            traj = await run_episode(task, make_policy(task), tools, protocol, ecfg, specs=specs,
+                                     context={"materialized": reports.get(task.task_id)})
+        on_done(traj)
+        if progress is not None:
+            progress()
+
+    await asyncio.gather(*(one(t) for t in tasks))
+
+
+def policy_factory(cfg: EvalConfig) -> tuple[Callable[[Task], Policy], Any]:
+    if cfg.policy == "oracle":
+        return (lambda task: OraclePolicy(cfg.perturb)), None
+    backend = make_backend(cfg.backend)
+    shared = ModelPolicy(backend, name=cfg.run_name())
+    return (lambda task: shared), backend
+
+
+async def evaluate_async(cfg: EvalConfig, out_dir: Path, *, show_progress: bool = True) -> dict[str, Any]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    if not cfg.tasks:
+        raise ValueError("tasks: a tasks.jsonl path is required (or pass --tasks)")
+    tasks = read_tasks(cfg.tasks)[: cfg.limit] if cfg.limit else read_tasks(cfg.tasks)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(out_dir / "config.json", cfg.model_dump(mode="json"))
+    with JsonlAppender(out_dir / "trajectories.jsonl", key="task_id") as app:
+        done = app.done_keys()
+        todo = [t for t in tasks if t.task_id not in done]
+        if todo:
+            make_policy, backend = policy_factory(cfg)
+            try:
+                with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                              TimeElapsedColumn(), disable=not show_progress) as bar:
+                    bar_id = bar.add_task(f"evaluating {cfg.run_name()}", total=len(tasks), completed=len(tasks) - len(todo))
+                    async with open_environment(cfg, todo) as (tools, reports):
+                        await run_tasks(todo, make_policy, tools, cfg, reports, lambda tr: app.append(trajectory_record(tr)),
+                                        lambda: bar.advance(bar_id))
+            finally:
+                if backend is not None:
+                    await backend.aclose()
+        records = {r["task_id"]: r for r in app.records()}
+    return await score_run(tasks, records, cfg, out_dir)
+
+
+async def score_run(tasks: list[Task], records: dict[str, dict[str, Any]], cfg: EvalConfig, out_dir: Path) -> dict[str, Any]:
+    """Score every task (a task without a trajectory scores 0) and write scores.json + report."""
+    from calcmate.report import write_report
+    from calcmate.scoring.extract import extract_with_judge
+    from calcmate.scoring.metrics import aggregate, score_task
+
+    per_task = []
+    for t in tasks:
+        rec = records.get(t.task_id)
+        traj = Trajectory.model_validate(rec) if rec else None
+        if traj is not None and traj.finished:
+            items, how = await extract_with_judge(traj, cfg.scoring.judge)
+        else:
+            items, how = [], "none"
+        per_task.append(score_task(t, traj, items, how, cfg.scoring.fuzzy_threshold, cfg.scoring.rel_tol))
+    scores = aggregate(per_task)
+    scores["run"] = {"name": cfg.run_name(), "policy": cfg.policy, "protocol": cfg.protocol,
+                     "model": cfg.backend.model if cfg.policy == "model" else None,
+                     "tasks": cfg.tasks, "missing_trajectories": sum(1 for t in tasks if t.task_id not in records)}
+    scores["per_task"] = [s.model_dump() for s in per_task]
+    atomic_write_json(out_dir / "scores.json", scores)
+    write_report(out_dir, scores, cfg.run_name(), notes=(
+        "Scores are computed deterministically (structured final-answer block, registry/fuzzy name "
+        "matching, tolerance rules); see docs/scoring.md for how they differ from the official LLM-judged scores.\n"))
+    return scores
+
+
+def evaluate(cfg: EvalConfig, out_dir: Path, *, show_progress: bool = True) -> dict[str, Any]:
+    return asyncio.run(evaluate_async(cfg, Path(out_dir), show_progress=show_progress))
