@@ -5,19 +5,12 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from calcmate.calculators._scales import graded
 from calcmate.calculators._common import SEX, WEIGHT, HEIGHT, CREATININE, age, flag, optional
 from calcmate.calculators.spec import (
     Band, Calculator, CalculatorInputError, Choice, Example, Input, Output, Reference, points,
 )
 from calcmate.domains import Domain
-
-
-def graded(key: str, label: str, levels: list[tuple[str, int | float, tuple[str, ...]]], *aliases: str, help: str = "") -> Input:
-    """A choice input whose values are grades/points; the grade itself (as text) is also accepted."""
-    return Input(
-        key, label, type="choice", aliases=aliases, help=help,
-        choices=tuple(Choice(lbl, val, (str(val), *als)) for lbl, val, als in levels),
-    )
 
 
 # -- Radiation biologically effective dose ----------------------------------------------------------
@@ -230,7 +223,10 @@ def _bsa_dose(v):
         for k in ("height", "weight"):
             if v[k] is None:
                 raise CalculatorInputError("bsa_based_dosing", k, "needed to compute BSA (Mosteller) when `bsa` is not given")
-        bsa, source = math.sqrt(v["height"] * v["weight"] / 3600), "Mosteller"
+        from calcmate.calculators.registry import registry
+
+        bsa_calc = registry().get("Body Surface Area Calculator")  # Mosteller, the registry's one BSA
+        bsa, source = bsa_calc(height=v["height"], weight=v["weight"]).value, "Mosteller"
     return bsa * v["dose_per_m2"], {"bsa_m2": round(bsa, 3), "bsa_source": source}
 
 
