@@ -18,7 +18,6 @@ import datetime as dt
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -143,13 +142,19 @@ class Unsolvable(Exception):
     """The row cannot be put to the calculator (the message says which entity or input)."""
 
 
-@lru_cache(maxsize=None)
+_INDEX: dict[int, tuple[Calculator, dict[str, str]]] = {}
+
+
 def _input_index(calc: Calculator) -> dict[str, str]:
-    """normalize_name(any input name) -> input key."""
+    """normalize_name(any input name) -> input key (cached per calculator object)."""
+    hit = _INDEX.get(id(calc))
+    if hit is not None and hit[0] is calc:
+        return hit[1]
     idx: dict[str, str] = {}
     for inp in calc.inputs:
         for n in inp.names():
             idx.setdefault(normalize_name(n), inp.key)
+    _INDEX[id(calc)] = (calc, idx)
     return idx
 
 
