@@ -132,7 +132,9 @@ class SqlEvidence:
             return True
         return len(k) >= 8 and fuzz.partial_ratio(k, self.norm) >= 92
 
-    def contains(self, value: Any) -> bool:
+    def contains(self, value: Any, field: str | None = None) -> bool:
+        """Is ``value`` (a ground-truth input, e.g. "1.4 mg/dL") in the SQL results? ``field``
+        names the analyte for molar conversions (creatinine mg/dL <-> umol/L)."""
         if value is None or not self.raw:
             return False
         if isinstance(value, bool):
@@ -144,9 +146,10 @@ class SqlEvidence:
             if self.has_number(v):
                 return True
             if unit:
+                analyte = _analyte(field)
                 for alt in _ALT_UNITS:
                     try:
-                        if self.has_number(convert(v, unit, alt), rel=0.01):
+                        if self.has_number(convert(v, unit, alt, analyte), rel=0.01):
                             return True
                     except (UnitError, ValueError, TypeError):
                         continue
@@ -156,6 +159,15 @@ class SqlEvidence:
         main = re.sub(r"\(.*?\)", " ", s).strip()  # "2 (Moderate slowing ...)" -> "2", inner text
         inner = " ".join(re.findall(r"\((.*?)\)", s))
         return any(self.has_text(x) for x in (main, inner) if x and len(normalize_name(x)) >= 4)
+
+
+def _analyte(field: str | None) -> str | None:
+    from calcmate.units import ANALYTES
+
+    if not field:
+        return None
+    words = normalize_name(field).split()
+    return next((w for w in words if w in ANALYTES), None)
 
 
 def _has_words_beyond_unit(s: str, unit: str | None) -> bool:
@@ -201,7 +213,7 @@ def score_task(task: Task, traj: Trajectory | None, items: list[FinalAnswerItem]
                         "predicted": None if pi is None else items[pi].model_dump(), "value_match": hit})
     ev = SqlEvidence(traj)
     inputs = [i for a in truths for i in a.inputs]
-    found = sum(ev.contains(i.value) for i in inputs)
+    found = sum(ev.contains(i.value, i.field) for i in inputs)
     n = len(truths)
     return TaskScore(
         task_id=task.task_id, domain=domain, tf=traj.finished and bool(items or (traj.final_answer_text or "").strip()),
