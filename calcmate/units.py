@@ -77,6 +77,7 @@ _ALIASES: dict[str, str] = {
     "cm h2o": "cmH2O",
     "cmh2o": "cmH2O",
     "degrees celsius": "degC",
+    "degrees celsisus": "degC",  # MedCalc-Bench misspelling
     "degree celsius": "degC",
     "celsius": "degC",
     "°c": "degC",
@@ -94,6 +95,7 @@ _ALIASES: dict[str, str] = {
     "breaths/min": "1/min",
     "/min": "1/min",
     "per minute": "1/min",
+    "mc/kg/min": "ug/kg/min",  # MedCalc-Bench misspelling of mcg/kg/min
     "msec": "ms",
     "msecs": "ms",
     "years": "year",
