@@ -62,10 +62,7 @@ class ToolCatalog:
         if spec is None:
             known = ", ".join(f"{s.server}.{s.name}" for s in self.specs)
             raise ValueError(f"unknown tool {tool!r}; available tools: {known}")
-        if server and server != spec.server:
-            names = {s.server for s in self.specs}
-            if server not in names:
-                raise ValueError(f"unknown server {server!r} for tool {tool!r}; it is on server {spec.server!r}")
+        # a wrong or official-harness server name (postgres_executor, ...) is forgiven: tool names are unique
         return spec
 
     def check_arguments(self, spec: ToolSpec, arguments: Any) -> dict[str, Any]:
