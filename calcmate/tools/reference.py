@@ -1,0 +1,202 @@
+"""MCP server ``reference``: ``search(query)`` and ``fetch(url)`` over the calculator references.
+
+The corpus is every registry calculator's ``reference_markdown()`` at ``calcmate://calculators/<id>``
+(MedMCP-Calc's ``google_search`` server, made offline and reproducible). Search is BM25 (bm25s)
+over the name, aliases and document, Unicode-folded so "SpO₂/FiO₂" finds "spo2 fio2".
+
+An optional web backend (off by default) extends both tools to the web: set
+``CALCMATE_WEB_SEARCH=brave`` and ``BRAVE_API_KEY``; then ``search`` appends web hits and
+``fetch`` accepts http(s) URLs. Keys come from the environment only.
+
+Run as a stdio server: ``python -m calcmate.tools.reference``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import os
+import re
+from dataclasses import dataclass
+from typing import Protocol
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from calcmate.calculators.spec import normalize_name
+
+URL_PREFIX = "calcmate://calculators/"
+
+
+@dataclass(frozen=True)
+class Hit:
+    title: str
+    url: str
+    snippet: str
+    score: float
+
+
+def _tokens(text: str) -> list[str]:
+    return normalize_name(text).split()
+
+
+class ReferenceIndex:
+    """BM25 over the registry's reference documents (built once, ~ms per query)."""
+
+    def __init__(self, docs: dict[str, tuple[str, str, str]] | None = None):
+        """``docs``: url -> (title, searchable extra text, markdown); defaults to the registry."""
+        import logging
+
+        import bm25s
+
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
+        if docs is None:
+            from calcmate.calculators.registry import registry
+
+            docs = {}
+            for c in registry():
+                extra = " ".join([c.name, c.name, *c.aliases, *c.tags])
+                docs[c.url] = (c.name, extra, c.reference_markdown())
+        self.docs = docs
+        self.urls = list(docs)
+        corpus = [" ".join(_tokens(f"{t} {x} {md}")) for t, x, md in docs.values()]
+        self._bm25 = bm25s.BM25()
+        if corpus:
+            self._bm25.index(bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False)
+
+    def search(self, query: str, k: int = 5) -> list[Hit]:
+        import bm25s
+
+        q = " ".join(_tokens(query))
+        if not q or not self.urls:
+            return []
+        qt = bm25s.tokenize([q], stopwords="en", show_progress=False)
+        if not qt.vocab:
+            return []
+        idx, scores = self._bm25.retrieve(qt, k=min(k, len(self.urls)), show_progress=False)
+        hits = []
+        for i, s in zip(idx[0], scores[0]):
+            if s <= 0:
+                continue
+            url = self.urls[int(i)]
+            title, _, md = self.docs[url]
+            hits.append(Hit(title, url, _snippet(md, q), float(s)))
+        return hits
+
+    def fetch(self, url: str) -> str:
+        url = url.strip()
+        if url in self.docs:
+            return self.docs[url][2]
+        key = url[len(URL_PREFIX):] if url.startswith(URL_PREFIX) else url
+        for u, (title, _, md) in self.docs.items():  # tolerate an id or a title instead of the URL
+            if normalize_name(u[len(URL_PREFIX):]) == normalize_name(key) or normalize_name(title) == normalize_name(key):
+                return md
+        hits = self.search(key, k=3)
+        hint = f" Did you mean: {', '.join(h.url for h in hits)}?" if hits else ""
+        raise ToolError(f"no document at {url!r}.{hint} Use search to find calculator URLs.")
+
+
+def _snippet(markdown: str, query: str, width: int = 240) -> str:
+    """The document lines sharing the most words with the query (after the title block)."""
+    words = set(query.split())
+    lines = [ln.strip() for ln in markdown.splitlines() if ln.strip() and not ln.startswith(("#", "URL:"))]
+    ranked = sorted(lines, key=lambda ln: -len(words & set(_tokens(ln))))
+    out = " … ".join(ranked[:2]) if ranked else ""
+    return out if len(out) <= width else out[: width - 1] + "…"
+
+
+def format_hits(hits: list[Hit]) -> str:
+    if not hits:
+        return "no results; try other words (calculator name, condition, or what it estimates)"
+    return "\n\n".join(f"{n}. {h.title}\n   URL: {h.url}\n   {h.snippet}" for n, h in enumerate(hits, 1))
+
+
+# -- optional web backend -----------------------------------------------------------------------
+class WebBackend(Protocol):
+    def search(self, query: str, k: int) -> list[Hit]: ...
+    def fetch(self, url: str) -> str: ...
+
+
+class BraveSearch:
+    """Brave Search API (``BRAVE_API_KEY``) plus plain HTTP fetch with crude HTML-to-text."""
+
+    def __init__(self, api_key: str, timeout: float = 15.0):
+        import httpx
+
+        self._http = httpx.Client(timeout=timeout, follow_redirects=True, headers={"User-Agent": "CalcMate/0.1"})
+        self._key = api_key
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        r = self._http.get("https://api.search.brave.com/res/v1/web/search", params={"q": query, "count": k},
+                           headers={"X-Subscription-Token": self._key, "Accept": "application/json"})
+        r.raise_for_status()
+        res = r.json().get("web", {}).get("results", [])[:k]
+        return [Hit(x.get("title", ""), x.get("url", ""), _strip_html(x.get("description", "")), 0.0) for x in res]
+
+    def fetch(self, url: str) -> str:
+        r = self._http.get(url)
+        r.raise_for_status()
+        return _strip_html(r.text)[:50_000]
+
+
+def _strip_html(text: str) -> str:
+    text = re.sub(r"(?is)<(script|style).*?</\1>", " ", text)
+    text = re.sub(r"(?s)<[^>]+>", " ", text)
+    return re.sub(r"[ \t]+", " ", html.unescape(text)).strip()
+
+
+def web_backend_from_env() -> WebBackend | None:
+    kind = os.environ.get("CALCMATE_WEB_SEARCH", "").strip().lower()
+    if not kind or kind == "off":
+        return None
+    if kind == "brave":
+        key = os.environ.get("BRAVE_API_KEY")
+        if not key:
+            raise RuntimeError("CALCMATE_WEB_SEARCH=brave needs BRAVE_API_KEY in the environment")
+        return BraveSearch(key)
+    raise RuntimeError(f"unknown CALCMATE_WEB_SEARCH backend {kind!r} (supported: brave)")
+
+
+def build_server(index: ReferenceIndex | None = None, web: WebBackend | None = None, k: int = 5) -> MCPServer:
+    idx = index or ReferenceIndex()
+    server = MCPServer("reference", instructions="Medical calculator reference documents.", log_level="WARNING")
+
+    @server.tool(
+        name="search",
+        description="Search medical calculator references (formulas, scoring criteria, interpretation). "
+        "Returns ranked hits with title, URL and snippet; open one with fetch(url).",
+    )
+    def search(query: str) -> str:
+        if not isinstance(query, str) or not query.strip():
+            raise ToolError("query is empty: describe the calculator or what it estimates")
+        hits = idx.search(query, k)
+        if web is not None:
+            try:
+                hits += web.search(query, k)
+            except Exception as e:  # the offline corpus still answers
+                return format_hits(hits) + f"\n\n[web search failed: {e}]"
+        return format_hits(hits)
+
+    @server.tool(name="fetch", description="Fetch a reference document (markdown) by the URL from search.")
+    def fetch(url: str) -> str:
+        if not isinstance(url, str) or not url.strip():
+            raise ToolError("url is empty: pass a URL returned by search")
+        if web is not None and url.strip().startswith(("http://", "https://")):
+            try:
+                return web.fetch(url.strip())
+            except Exception as e:
+                raise ToolError(f"fetch failed: {e}") from None
+        return idx.fetch(url)
+
+    return server
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description="CalcMate reference MCP server (stdio): search/fetch calculator docs.")
+    p.add_argument("--k", type=int, default=5, help="hits per search")
+    a = p.parse_args(argv)
+    build_server(web=web_backend_from_env(), k=a.k).run("stdio")
+
+
+if __name__ == "__main__":
+    main()
