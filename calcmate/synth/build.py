@@ -129,9 +129,12 @@ def offline_task(tax: Taxonomy, reg: Registry, seed: int | str, index: int, **kw
     """The offline (template) task for ``index``: composer, sampler, template question, plan header."""
     spec = make_spec(tax, reg, seed, index, **kw)
     rng = task_rng(seed, index + 10_000_019)
-    question = write_question(spec.workflow, spec.patient.executed, reg, rng)
-    task = to_task(spec, reg, question)
-    issues = check_question(question, [reg.get(s.calc_id) for s in spec.workflow.steps], input_value_texts(task))
-    if issues:
-        raise TaskCreationError(f"{spec.task_id}: question breaks the rules: {[(i.kind, i.text) for i in issues]}")
-    return task
+    calcs = [reg.get(s.calc_id) for s in spec.workflow.steps]
+    issues = []
+    for _ in range(5):  # templates are drawn at random: redraw on a rule break
+        question = write_question(spec.workflow, spec.patient.executed, reg, rng)
+        task = to_task(spec, reg, question)
+        issues = check_question(question, calcs, input_value_texts(task))
+        if not issues:
+            return task
+    raise TaskCreationError(f"{spec.task_id}: question breaks the rules: {[(i.kind, i.text) for i in issues]}")

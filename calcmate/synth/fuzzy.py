@@ -60,7 +60,9 @@ def scrub(text: str, calcs: list[Calculator]) -> str:
     """Replace calculator names and aliases in ``text`` with a neutral phrase."""
     names = sorted({n for c in calcs for n in names_of(c)}, key=len, reverse=True)
     for n in names:
-        text = re.sub(r"(?<![\w])" + re.escape(n) + r"(?![\w])", "this measure", text, flags=re.I)
+        words = normalize_name(n).split()
+        pattern = r"(?<![0-9A-Za-z])" + r"[\W_]*".join(re.escape(w) for w in words) + r"(?![0-9A-Za-z])"
+        text = re.sub(pattern, "this measure", text, flags=re.I)
     return text
 
 
@@ -101,7 +103,7 @@ def write_question(wf: Workflow, executed_order: list[str], reg: Registry, rng: 
             then_need = " and ".join(need_phrase(reg.get(i), calcs) for i in branch.then)
             else_need = (" and ".join("get " + need_phrase(reg.get(i), calcs) for i in branch.else_)
                          if branch.else_ else rng.choice(SKIP))
-            parts.append(rng.choice(BRANCH).format(then=clean_label(branch.then_label), then_need=then_need,
+            parts.append(rng.choice(BRANCH).format(then=clean_label(scrub(branch.then_label, calcs)), then_need=then_need,
                                                    else_need=else_need))
     parts.append(rng.choice(CLOSINGS))
     return " ".join(p[0].upper() + p[1:] for p in parts)
@@ -113,12 +115,18 @@ def find_names(text: str, calcs: list[Calculator]) -> list[str]:
     return [n for c in calcs for n in names_of(c) if f" {normalize_name(n)} " in t]
 
 
+def _small_count(vn: str) -> bool:
+    return vn.isdigit() and int(vn) <= 20
+
+
 def check_question(question: str, calcs: list[Calculator], values: list[str]) -> list[QuestionIssue]:
     """The rule breaks in a fuzzy question: calculator names, and patient values (as written in the task)."""
     issues = [QuestionIssue("calculator_name", n) for n in dict.fromkeys(find_names(question, calcs))]
     qn = f" {normalize_name(question)} "
-    for v in values:
+    for v in dict.fromkeys(values):
         vn = normalize_name(v)
-        if vn and any(ch.isdigit() for ch in vn) and f" {vn} " in qn:
+        if not vn or not any(ch.isdigit() for ch in vn) or _small_count(vn):
+            continue  # yes/no and choice labels, and bare small counts (points, items) that any prose has
+        if f" {vn} " in qn:
             issues.append(QuestionIssue("patient_value", v))
     return issues
