@@ -160,7 +160,7 @@ FREE_WATER_DEFICIT = Calculator(
     tags=("electrolytes", "hypernatremia", "fluids"),
     inputs=(AGE, SEX, WEIGHT, SODIUM, TARGET_SODIUM),
     compute=_free_water_deficit,
-    output=Output("decimal", "L", 2, "Free water deficit"),
+    output=Output("decimal", "L", 3, "Free water deficit"),
     reference=Reference(
         purpose="Litres of free water needed to bring sodium to the target in hypernatraemia.",
         when_to_use="Hypernatraemia; correct no faster than about 10-12 mEq/L per 24 h in chronic cases.",
@@ -170,9 +170,9 @@ FREE_WATER_DEFICIT = Calculator(
         notes="A negative value means sodium is below target (no free-water deficit), reported as computed.",
     ),
     examples=(
-        Example({"age": 28, "sex": "male", "weight": 72, "sodium": 141}, 0.31,
+        Example({"age": 28, "sex": "male", "weight": 72, "sodium": 141}, 0.309,
                 "Hand-computed: 0.6*72*(141/140-1) = 0.309", 0.005),
-        Example({"age": 70, "sex": "female", "weight": 60, "sodium": 160}, 3.86,
+        Example({"age": 70, "sex": "female", "weight": 60, "sodium": 160}, 3.857,
                 "Hand-computed: 0.45*60*(160/140-1) = 3.857", 0.005),
     ),
 )
