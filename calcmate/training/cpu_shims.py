@@ -1,0 +1,46 @@
+"""CPU-ONLY workarounds for running ZeRO-3 + Ulysses SP on gloo (tests and the quickstart).
+
+Each shim is a no-op unless the run is on CPU (``use_cpu: true``); GPU runs never go through here.
+See the "Long-context SFT" section of docs/field-notes (accelerate 1.15 / deepspeed 0.19.8).
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def on_cpu(use_cpu: bool) -> bool:
+    return bool(use_cpu)
+
+
+def fix_partial_state_for_gloo(use_cpu: bool) -> None:
+    """CPU-ONLY shim 1: accelerate's ``PartialState`` treats DeepSpeed on CPU as non-distributed.
+
+    After the SFTConfig (which initializes the gloo process group) is built, tell the shared state the truth
+    so the Accelerator shards data and reduces across ranks. Accelerate then also skips
+    ``deepspeed.init_distributed``, which ``zero.Init`` needs to see the real world size, so we call it here.
+    """
+    if not on_cpu(use_cpu) or "WORLD_SIZE" not in os.environ:
+        return
+    import deepspeed
+    from accelerate.state import PartialState
+
+    deepspeed.init_distributed(dist_backend="gloo")
+
+    PartialState._shared_state.update(
+        backend="gloo",
+        num_processes=int(os.environ["WORLD_SIZE"]),
+        process_index=int(os.environ.get("RANK", 0)),
+        local_process_index=int(os.environ.get("LOCAL_RANK", 0)),
+    )
+
+
+def equal_length_padding(use_cpu: bool, pad_to_length: int | None, pad_to_multiple_of: int) -> int:
+    """CPU-ONLY shim 2: gloo ``all_gather`` needs equal tensor sizes across ranks.
+
+    Returns the collator's ``pad_to_multiple_of``: on CPU with ``pad_to_length`` set, every batch is padded to that
+    one length (all samples are at most ``max_length <= pad_to_length``); otherwise the normal multiple (sp_size).
+    """
+    if on_cpu(use_cpu) and pad_to_length:
+        return pad_to_length
+    return pad_to_multiple_of
