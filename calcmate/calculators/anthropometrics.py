@@ -7,7 +7,7 @@ import math
 from dataclasses import replace
 
 from calcmate.calculators._common import DBP, HEIGHT, SBP, SEX, WEIGHT
-from calcmate.calculators.spec import Band, Calculator, Example, Input, Output, Reference
+from calcmate.calculators.spec import Band, Calculator, CalculatorInputError, Example, Input, Output, Reference
 from calcmate.domains import Domain
 
 CM_PER_INCH = 2.54
@@ -213,8 +213,6 @@ MAINTENANCE_FLUIDS = Calculator(
 
 def _map(v):
     if v["dbp"] > v["sbp"]:
-        from calcmate.calculators.spec import CalculatorInputError
-
         raise CalculatorInputError("mean_arterial_pressure", "dbp", "diastolic pressure is above systolic pressure")
     return (2 * v["dbp"] + v["sbp"]) / 3
 

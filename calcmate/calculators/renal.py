@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from calcmate.calculators._common import AGE_ADULT, CREATININE, SEX, SODIUM, WEIGHT
-from calcmate.calculators.spec import Band, Calculator, Choice, Example, Input, Output, Reference
+from calcmate.calculators.spec import Band, Calculator, Example, Input, Output, Reference
 from calcmate.domains import Domain
 
 
