@@ -133,6 +133,9 @@ _ALIASES: dict[str, str] = {
     "kg/m2": "kg/m**2",
     "m^2": "m**2",
     "m2": "m**2",
+    "mg/m2": "mg/m**2",
+    "mg/m^2": "mg/m**2",
+    "mg/m²": "mg/m**2",
 }
 
 # Cell counts are written with the counted volume only ("µL", "L", "mm^3", "10^9/L").
