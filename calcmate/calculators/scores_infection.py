@@ -309,7 +309,7 @@ def _sirs(v):
 SIRS = Calculator(
     id="sirs_criteria",
     name="SIRS Criteria",
-    aliases=("SIRS Criteria Count", "Systemic Inflammatory Response Syndrome criteria", "SIRS"),
+    aliases=("SIRS Criteria Count", "Systemic Inflammatory Response Syndrome criteria"),
     domain=Domain.CRITICAL_CARE,
     medcalc_bench_id=51,
     tags=("sepsis", "infection", "critical care"),
