@@ -4,8 +4,8 @@
     python eval/medcalc_bench.py --solver registry --csv dev_relabelled.csv --out report.json
 
 ``--solver registry`` runs the calculator registry on each row's extracted "Relevant Entities"
-(a check of the registry and of the labels). ``--solver model`` will run a model on the patient
-note once the evaluator lands. The report JSON holds overall and per-calculator accuracy and the
+(a check of the registry and of the labels). ``--solver model`` runs a model on the patient
+note (zero-shot, one-shot, or tool-augmented: --set model.mode=tools) through the agent's backends. The report JSON holds overall and per-calculator accuracy and the
 reason every unsolvable row was not answered.
 """
 
@@ -36,16 +36,20 @@ class MedCalcBenchConfig(BaseModel):
     out: Path | None = None
     calculator_ids: list[int] | None = None  # restrict to these MedCalc-Bench calculator ids
     include_rows: bool = False  # write every row's answer into the report
+    model: dict | None = None  # --solver model: calcmate.agent.medcalc_solver.ModelSolverConfig (mode, backend, concurrency)
 
 
-def make_solver(name: str) -> Solver:
+def make_solver(name: str, model_cfg: dict | None = None, rows: list | None = None) -> Solver:
     if name == "registry":
         return RegistrySolver()
     if name == "model":
-        raise NotImplementedError(
-            "--solver model is not yet available: it arrives with the evaluator (a Solver whose "
-            "solve(row) asks a model about row.patient_note and row.question)"
-        )
+        from calcmate.agent.medcalc_solver import ModelSolver, ModelSolverConfig
+
+        mcfg = ModelSolverConfig.model_validate(model_cfg or {})
+        if not mcfg.backend.model:
+            raise NotImplementedError("--solver model needs a model: pass --model PATH_OR_ID "
+                                      "(and e.g. --set model.mode=one_shot model.backend.kind=transformers)")
+        return ModelSolver(mcfg, rows)
     raise ValueError(f"unknown solver {name!r}; choose one of {SOLVERS}")
 
 
@@ -71,11 +75,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--solver", choices=SOLVERS, help="who answers the rows (default: registry)")
     p.add_argument("--csv", type=Path, help="a MedCalc-Bench CSV (dev, dev_relabelled, or the full test set)")
     p.add_argument("--out", type=Path, help="where to write the JSON report")
+    p.add_argument("--model", help="--solver model: checkpoint path or id (sets model.backend.model)")
     args = p.parse_args(argv)
     overrides = flat_overrides(args)
     for key in ("solver", "csv", "out"):
         if getattr(args, key) is not None:
             overrides.append(f"{key}={getattr(args, key)}")
+    if args.model is not None:
+        overrides.append(f"model.backend.model={args.model}")
     try:
         cfg = load_config(args.config, overrides, MedCalcBenchConfig)
     except ConfigError as e:
@@ -84,18 +91,22 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--csv (or csv: in the config) is required")
     console = Console(stderr=True)
     try:
-        solver = make_solver(cfg.solver)
-    except NotImplementedError as e:
-        console.print(f"[red]error:[/] {e}")
-        return 2
-    try:
-        rows = read_csv(cfg.csv)
+        all_rows = rows = read_csv(cfg.csv)
     except (OSError, ValueError) as e:
         console.print(f"[red]error:[/] {e}")
         return 2
     if cfg.calculator_ids:
         rows = [r for r in rows if r.calculator_id in set(cfg.calculator_ids)]
+    try:
+        solver = make_solver(cfg.solver, cfg.model, all_rows)
+    except (NotImplementedError, ValueError) as e:
+        console.print(f"[red]error:[/] {e}")
+        return 2
+    if hasattr(solver, "prefetch"):  # model solvers answer all rows concurrently first
+        solver.prefetch(rows)
     report = evaluate(track(rows, description="solving", console=console, transient=True), solver)
+    if hasattr(solver, "close"):
+        solver.close()
     print_report(report, Console())
     if cfg.out:
         data = report.model_dump(mode="json", exclude=None if cfg.include_rows else {"rows"})

@@ -86,7 +86,7 @@ class ChatServer:
                     srv.peak = max(srv.peak, srv.in_flight)
                     n_assistant = sum(m["role"] == "assistant" for m in body["messages"])
                 time.sleep(srv.delay_s)
-                msg = srv.replies(n_assistant)
+                msg = srv.replies(n_assistant, body)
                 out = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
                                   "choices": [{"index": 0, "message": {"role": "assistant", **msg}, "finish_reason": "stop"}],
                                   "usage": {"prompt_tokens": 100 + n_assistant, "completion_tokens": 7, "total_tokens": 107}}).encode()
@@ -107,7 +107,7 @@ class ChatServer:
         self.httpd.server_close()
 
 
-def scripted(n_assistant: int) -> dict:
+def scripted(n_assistant: int, body: dict) -> dict:
     if n_assistant == 0:
         return {"content": "Checking labs.", "tool_calls": [{"id": "c1", "type": "function", "function": {
             "name": "run_sql", "arguments": json.dumps({"query": "select sodium"})}}]}

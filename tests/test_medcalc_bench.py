@@ -183,4 +183,4 @@ def test_eval_script_writes_the_report(tmp_path, capsys):
 def test_eval_script_model_solver_is_a_clear_seam(tmp_path, capsys):
     mod = _load_eval()
     assert mod.main(["--solver", "model", "--csv", str(FIX / "dev.csv")]) == 2
-    assert "not yet available" in capsys.readouterr().err
+    assert "needs a model" in capsys.readouterr().err
