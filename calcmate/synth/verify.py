@@ -129,10 +129,13 @@ def verify(task: Task, traj: Trajectory, rel_tol: float = 0.01, name_threshold: 
                 issues.append(Issue("wrong_branch", f"answered {dec_truth.name} = {items[hit].value!r}, which selects "
                                     f"the {b.arm(_as_number(items[hit].value))!r} arm, but {taken!r} was taken"))
         skipped = b.else_ if taken == "then" else b.then
-        skipped_names = [_calc_name(i) for i in skipped]
-        for sname in skipped_names:
-            if sname and match_names(answered, [sname], name_threshold) and normalize_name(sname) not in by_name:
-                issues.append(Issue("wrong_branch", f"final answer includes {sname}, from the arm not taken"))
+        skipped_names = [n for n in (_calc_name(i) for i in skipped) if n and normalize_name(n) not in by_name]
+        # one-to-one assignment over truths + skipped, so a close name of an executed calculator is not blamed
+        both = match_names(answered, [a.name for a in truths] + skipped_names, name_threshold)
+        for idx in both:
+            if idx >= len(truths):
+                issues.append(Issue("wrong_branch", f"final answer includes {skipped_names[idx - len(truths)]}, "
+                                    "from the arm not taken"))
     return Verdict(not issues, issues)
 
 
