@@ -67,3 +67,10 @@ def test_berg_bands_and_range():
     with pytest.raises(CalculatorInputError) as e:
         berg({**{k: 4 for k in keys}, "turn_360": 5})
     assert e.value.field == "turn_360"
+
+
+@pytest.mark.parametrize("alb,cur,usual,band", [
+    ("3.0 g/dL", 55, 70, "Severe"), (38, 60, 62, "Mild"), (45, 70, 70, "No malnutrition"), (35, 66, 70, "Moderate"),
+])
+def test_nri_bands_and_albumin_units(alb, cur, usual, band):
+    assert R.get("Nutritional Risk Index (NRI)")(albumin=alb, current_weight=cur, usual_weight=usual).interpretation.startswith(band)

@@ -33,3 +33,13 @@ def test_errors_name_the_field():
     with pytest.raises(CalculatorInputError) as e:
         CONV(from_drug="Methadone PO", daily_dose=30, to_drug="Morphine PO")
     assert e.value.field == "from_drug"
+
+
+def test_liquid_dosing_units_and_cap():
+    liquid = registry().get("Weight-based liquid medication dosing")
+    r = liquid(weight="44 lb", dose_mg_per_kg=15, concentration="0.032 g/mL")
+    assert r.value == pytest.approx(9.36, abs=0.01) and r.details["dose_mg"] == pytest.approx(299.4, abs=0.1)
+    assert liquid(weight=80, dose_mg_per_kg=10, concentration=20, max_dose=500).value == 25.0
+    with pytest.raises(CalculatorInputError) as e:
+        liquid(weight=20, dose_mg_per_kg=15, concentration="160 mg/5 mL")
+    assert e.value.field == "concentration"

@@ -296,4 +296,46 @@ BARTHEL = Calculator(
     ),
 )
 
-CALCULATORS = [G8, CFS, BERG, MUST, BARTHEL]
+# -- Nutritional Risk Index ---------------------------------------------------------------------------
+
+def _nri(v):
+    ratio = v["current_weight"] / v["usual_weight"]
+    return 1.519 * v["albumin"] + 41.7 * ratio, {"weight_ratio": round(ratio, 3)}
+
+
+NRI = Calculator(
+    id="nutritional_risk_index",
+    name="Nutritional Risk Index (NRI)",
+    aliases=("Nutritional Risk Index", "NRI", "Buzby Nutritional Risk Index"),
+    domain=Domain.SPECIAL_POPULATIONS,
+    inputs=(
+        Input("albumin", "Serum albumin", unit="g/L", min=5, max=70, aliases=("Albumin", "Serum albumin")),
+        Input("current_weight", "Current weight", unit="kg", min=1, max=500, aliases=("Current weight", "Weight")),
+        Input("usual_weight", "Usual weight", unit="kg", min=1, max=500,
+              aliases=("Usual weight", "Usual body weight", "Usual weight (stable weight 6 months before illness)")),
+    ),
+    compute=_nri,
+    output=Output("decimal", None, 1, "NRI"),
+    bands=(
+        Band("Severe malnutrition risk (<83.5)", None, 83.5), Band("Moderate malnutrition risk (83.5-<97.5)", 83.5, 97.5),
+        Band("Mild malnutrition risk (97.5-100)", 97.5, 100.0000001), Band("No malnutrition risk (>100)", 100.0000001, None),
+    ),
+    tags=("nutrition", "surgery", "geriatrics"),
+    reference=Reference(
+        purpose="Classifies malnutrition risk from serum albumin and weight loss, originally before major surgery.",
+        when_to_use="Adults before major surgery or in hospital, screening for malnutrition-related complications.",
+        formula="NRI = 1.519 × serum albumin (g/L) + 41.7 × (current weight / usual weight).",
+        citation="Veterans Affairs Total Parenteral Nutrition Cooperative Study Group. Perioperative total parenteral "
+        "nutrition in surgical patients. N Engl J Med. 1991;325(8):525-532. (Buzby GP, et al. Am J Clin Nutr. 1988;47:366-381.)",
+        notes="Albumin is in g/L (g/dL × 10); usual weight is the stable weight before illness. If current weight "
+        "exceeds usual weight, a ratio of 1 is often used in practice; this calculator uses the ratio as given.",
+    ),
+    examples=(
+        Example({"albumin": 35, "current_weight": 60, "usual_weight": 70}, 88.9,
+                "VA TPN study formula: 1.519×35 + 41.7×60/70 = 53.165 + 35.743 = 88.9 (hand-computed)", 0.05),
+        Example({"albumin": "4.0 g/dL", "current_weight": 70, "usual_weight": 70}, 102.5,
+                "VA TPN study formula: 1.519×40 + 41.7×1 = 102.46 (hand-computed)", 0.05),
+    ),
+)
+
+CALCULATORS = [G8, CFS, BERG, MUST, BARTHEL, NRI]

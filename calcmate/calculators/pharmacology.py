@@ -113,4 +113,46 @@ OPIOID_CONVERSION = Calculator(
     ),
 )
 
-CALCULATORS = [OPIOID_CONVERSION]
+def _liquid(v):
+    dose = v["weight"] * v["dose_mg_per_kg"]
+    if v["max_dose"] is not None:
+        dose = min(dose, v["max_dose"])
+    return dose / v["concentration"], {"dose_mg": round(dose, 3)}
+
+
+LIQUID_DOSING = Calculator(
+    id="weight_based_liquid_dosing",
+    name="Weight-based liquid medication dosing",
+    aliases=("Weight-based liquid dosing", "Liquid medication dose volume", "Pediatric liquid dose calculator"),
+    domain=Domain.SPECIAL_POPULATIONS,
+    inputs=(
+        Input("weight", "Weight", unit="kg", min=0.2, max=500, aliases=("Weight", "Patient weight", "Body weight")),
+        Input("dose_mg_per_kg", "Dose", unit="mg/kg", min=0.0001, max=1000, aliases=("Dose", "Dose (mg/kg)", "Prescribed dose")),
+        Input("concentration", "Concentration of liquid", unit="mg/mL", min=0.001, max=1000,
+              aliases=("Concentration", "Concentration (mg/mL)", "Liquid concentration", "Strength")),
+        Input("max_dose", "Maximum single dose", unit="mg", min=0.001, max=100000, optional=True,
+              aliases=("Maximum dose", "Max dose"), help="Optional cap on the dose in mg; none by default."),
+    ),
+    compute=_liquid,
+    output=Output("decimal", "mL", 2, "Volume per dose"),
+    tags=("pharmacology", "pediatrics", "dosing"),
+    reference=Reference(
+        purpose="Volume of a liquid formulation that delivers a weight-based dose.",
+        when_to_use="Weight-based dosing of oral or IV liquids, especially in children.",
+        formula="Dose (mg) = weight (kg) × dose (mg/kg), capped at the maximum dose if given; "
+        "volume (mL) = dose (mg) / concentration (mg/mL).",
+        citation="Institute for Safe Medication Practices. Preventing dosing errors with oral liquid medications; and "
+        "standard dimensional analysis (e.g. Kliegman RM, et al. Nelson Textbook of Pediatrics, 21st ed., drug dosing).",
+        notes="Give the concentration per mL: labels often state it per 5 mL (160 mg/5 mL = 32 mg/mL). Check the "
+        "dose against the drug's maximum single dose.",
+    ),
+    examples=(
+        Example({"weight": 20, "dose_mg_per_kg": 15, "concentration": 32}, 9.38,
+                "Acetaminophen 15 mg/kg for 20 kg = 300 mg; 160 mg/5 mL = 32 mg/mL → 9.38 mL (hand-computed)", 0.01),
+        Example({"weight": 50, "dose_mg_per_kg": 15, "concentration": 32, "max_dose": 650}, 20.31,
+                "15 mg/kg × 50 kg = 750 mg capped at 650 mg → 20.31 mL (hand-computed)", 0.01),
+    ),
+)
+
+
+CALCULATORS = [OPIOID_CONVERSION, LIQUID_DOSING]
