@@ -396,7 +396,6 @@ def _framingham(v):
     return risk, {"linear_predictor": s, "baseline_survival": s0}
 
 
-_LIPID_ALIASES = ("cholesterol",)
 FRAMINGHAM = Calculator(
     id="framingham_hard_chd",
     name="Framingham Risk Score for Hard Coronary Heart Disease",

@@ -6,6 +6,8 @@ variables, but treats vasopressors, ventilation and hypotension that are not doc
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from calcmate.calculators._common import (
     AGE,
     BICARBONATE,
@@ -18,12 +20,11 @@ from calcmate.calculators._common import (
     TEMPERATURE,
     optional,
 )
-from calcmate.calculators.scores_cardiovascular import MISSING_AS_ABSENT, crit
+from calcmate.calculators.scores_cardiovascular import crit
 from calcmate.calculators.scores_infection import HEMATOCRIT, PAO2, PH, WBC
 from calcmate.calculators.spec import Band, Calculator, CalculatorInputError, Choice, Example, Input, Output, Reference
 from calcmate.domains import Domain
 
-_NORMAL = "Not measured → scored normal (0 points), as APACHE II prescribes."
 
 FIO2 = Input("fio2", "FiO₂", unit="%", min=0.21, max=100, aliases=("FiO₂", "FiO2", "Fraction of inspired oxygen"),
              help="Percent (21–100); a value ≤ 1 is read as a fraction (0.6 = 60%).")
@@ -278,7 +279,7 @@ SOFA = Calculator(
         _pressor("dobutamine", "Dobutamine (any dose)", "DOBUTamine"),
         _pressor("epinephrine", "Epinephrine", "EPINEPHrine"),
         _pressor("norepinephrine", "Norepinephrine", "norEPINEPHrine"),
-        optional(CREATININE),
+        optional(replace(CREATININE, aliases=(*CREATININE.aliases, "Creatinine, mg/dL (μmol/L) (or urine output)"))),
         Input("urine_output", "Urine output", unit="mL/day", min=0, max=20000, optional=True,
               aliases=("Urine Output", "Urine output (mL/day)")),
         crit("renal_replacement", "Renal replacement therapy", "Continuous veno-venous hemodialysis for ≥24 hours in the past week",
@@ -320,6 +321,10 @@ SOFA = Calculator(
                  "bilirubin": 2.2, "creatinine": 1.2, "urine_output": 800, "norepinephrine": 0.08}, 11,
                 "Hand-computed from Vincent 1996's table: P/F 127 ventilated 3 + cardio 3 + GCS 2 + liver 2 + "
                 "renal 1"),
+        Example({"pao2": "65 mm Hg", "fio2": "60 %", "cpap": True, "platelets": 24, "gcs": 13,
+                 "bilirubin": "6.8 mg/dL", "norepinephrine": 0.08, "creatinine": "2.6 mg/dL"}, 15,
+                "MedMCP-Calc dev task answer (MDCalc SOFA, MIT-licensed benchmark): P/F 108 on CPAP 3 + platelets "
+                "3 + GCS 1 + bilirubin 3 + norepinephrine ≤ 0.1 3 + creatinine 2"),
     ),
 )
 

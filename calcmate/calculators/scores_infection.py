@@ -118,7 +118,6 @@ def _psi(v):
     return int(round(sum(pts.values()))), pts
 
 
-_NORMAL = "Not measured → scored normal (Fine 1997)."
 
 PSI = Calculator(
     id="psi_port",
