@@ -69,6 +69,22 @@ def load_tokenizer(cfg: SFTRunConfig):
     return tok
 
 
+def sp_aware_skip_first_batches(dataloader, num_batches: int = 0):
+    """Resume under Ulysses SP: ``accelerate.skip_first_batches`` fails on DeepSpeed's
+    ``UlyssesSPDataLoaderAdapter`` (it has no ``.dataset``; transformers 5.23 / accelerate 1.15 / deepspeed
+    0.19.8). The adapter is its own iterator, so consuming ``num_batches`` from it skips exactly the micro-batches
+    already trained, in the same seeded order (only data moves; the model is not run).
+    """
+    from accelerate import skip_first_batches
+    from deepspeed.runtime.sequence_parallel.ulysses_sp import UlyssesSPDataLoaderAdapter
+
+    if not isinstance(dataloader, UlyssesSPDataLoaderAdapter):
+        return skip_first_batches(dataloader, num_batches)
+    for _ in range(num_batches):
+        next(dataloader)
+    return dataloader
+
+
 def make_trainer_class():
     """SFTTrainer plus per-step throughput: counts each micro-batch's tokens/FLOPs, adds them to every log."""
     from trl import SFTTrainer
@@ -80,6 +96,16 @@ def make_trainer_class():
             if self.meter is not None:
                 self.meter.add_batch(inputs)
             return super().training_step(model, inputs, *args, **kwargs)
+
+        def _run_epoch(self, *args, **kwargs):
+            import transformers.trainer as hf_trainer
+
+            original = hf_trainer.skip_first_batches
+            hf_trainer.skip_first_batches = sp_aware_skip_first_batches
+            try:
+                return super()._run_epoch(*args, **kwargs)
+            finally:
+                hf_trainer.skip_first_batches = original
 
         def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
             if self.meter is not None and "loss" in logs:
