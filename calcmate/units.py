@@ -35,6 +35,7 @@ def ureg() -> pint.UnitRegistry:
         u.define("breath = []")
         u.define("drop = [] = gtt")
         u.define("MET = 3.5 * milliliter / kilogram / minute")
+        u.define("wood_unit = millimeter_Hg * minute / liter = WU")  # vascular resistance (hybrid reference unit)
         _UREG = u
     return _UREG
 
@@ -72,6 +73,8 @@ ANALYTES: dict[str, Analyte] = {
 # Free-text spellings seen in notes and benchmarks -> pint-parsable strings.
 _ALIASES: dict[str, str] = {
     "mm hg": "mmHg",
+    "wood units": "wood_unit",
+    "wood unit": "wood_unit",
     "mmhg": "mmHg",
     "mm of hg": "mmHg",
     "cm h2o": "cmH2O",
