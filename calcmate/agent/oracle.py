@@ -57,7 +57,7 @@ class Perturbation(BaseModel):
 class InputQuery:
     """One ground-truth input and the SQL that retrieves it (from the materializer's report)."""
 
-    order: int
+    calculator: str
     field: str
     value: Any
     sql: str
@@ -65,20 +65,18 @@ class InputQuery:
 
 
 def input_queries(report: Any) -> list[InputQuery]:
-    """Read the materializer's report (``MaterializeReport.queries``) into InputQuery rows."""
+    """The materializer's placements (``MaterializeReport.placed``) as InputQuery rows."""
     if report is None:
         return []
-    raw = getattr(report, "queries", report)
-    if isinstance(raw, dict):
-        raw = list(raw.values())
+    rows = getattr(report, "placed", None)
+    if rows is None:
+        rows = report.get("placed", []) if isinstance(report, dict) else report
     out: list[InputQuery] = []
-    for q in raw or []:
+    for q in rows or []:
         get = (lambda k, q=q: q.get(k)) if isinstance(q, dict) else (lambda k, q=q: getattr(q, k, None))
-        sql = get("sql") or get("query")
-        if not sql:
-            continue
-        out.append(InputQuery(order=int(get("order") or get("calculator_order") or 0), field=str(get("field") or ""),
-                              value=get("value"), sql=str(sql), table=get("table")))
+        sql = get("query") or get("sql")
+        if sql:
+            out.append(InputQuery(str(get("calculator") or ""), str(get("field") or ""), get("value"), str(sql), get("table")))
     return out
 
 
@@ -176,7 +174,7 @@ class OraclePolicy(Policy):
             plan.append(("search", {"query": a.name}, f"Find the reference for {a.name}."))
             plan.append(("fetch", a, f"Read the {a.name} reference: formula, inputs and interpretation."))
             for q in queries:
-                if (q.order == a.order or not q.order) and q.sql not in seen_sql:
+                if q.calculator == a.name and q.sql not in seen_sql:
                     seen_sql.add(q.sql)
                     plan.append(("run_sql", {"query": q.sql}, f"Retrieve {q.field} for {a.name}."))
             code, _ = python_for(a)
