@@ -69,3 +69,21 @@ def test_feurea_units_and_bands():
     with pytest.raises(CalculatorInputError) as e:
         fe(serum_bun=30, urine_urea=600, serum_creatinine=3.0, urine_creatinine=0)
     assert e.value.field == "urine_creatinine"
+
+
+def test_crrt_dose_predilution_and_filtration_fraction():
+    crrt = R.get("CRRT Dosing Calculator")
+    r = crrt(weight=80, pre_replacement_rate=1000, post_replacement_rate=500, net_uf_rate=100, blood_flow=200,
+             hematocrit=30)
+    assert r.value == pytest.approx(20.0)
+    plasma = 200 * 60 * 0.7  # 8400 mL/h
+    assert r.details["predilution_factor"] == pytest.approx(plasma / (plasma + 1000), abs=1e-3)
+    assert r.details["filtration_fraction_percent"] == pytest.approx(1600 / 9400 * 100, abs=0.05)
+    assert "predilution_factor" not in crrt(weight=80, dialysate_rate=2000).details
+    with pytest.raises(CalculatorInputError) as e:
+        crrt(weight=80, dialysate_rate=2000, blood_flow=200)
+    assert e.value.field == "hematocrit"
+    with pytest.raises(CalculatorInputError) as e:
+        crrt(weight=80)
+    assert e.value.field == "dialysate_rate"
+    assert crrt(weight=80, dialysate_rate="2 L/h").value == pytest.approx(25.0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from calcmate.calculators._common import BUN, CREATININE, flag
+from calcmate.calculators._common import BUN, CREATININE, WEIGHT, flag
 from calcmate.calculators.spec import Band, Calculator, CalculatorInputError, Example, Input, Output, Reference
 from calcmate.domains import Domain
 
@@ -200,4 +200,78 @@ FEUREA = Calculator(
     ),
 )
 
-CALCULATORS = [KDIGO_AKI, KEGFR, FEUREA]
+# -- CRRT dose -------------------------------------------------------------------------------------
+def _rate(key: str, label: str, *aliases: str, help: str = "Default 0.") -> Input:
+    return Input(key, label, unit="mL/h", min=0, max=20000, optional=True, default=0.0, aliases=(label, *aliases),
+                 help=help)
+
+
+def _crrt(v):
+    effluent = v["dialysate_rate"] + v["pre_replacement_rate"] + v["post_replacement_rate"] + v["net_uf_rate"]
+    if effluent <= 0:
+        raise CalculatorInputError("crrt_dose", "dialysate_rate", "give at least one effluent flow (dialysate, "
+                                   "replacement or net ultrafiltration)")
+    dose = effluent / v["weight"]
+    d = {"effluent_rate_ml_h": round(effluent, 1)}
+    if v["blood_flow"] is not None:
+        if v["hematocrit"] is None:
+            raise CalculatorInputError("crrt_dose", "hematocrit", "blood flow needs the hematocrit for plasma flow")
+        plasma = v["blood_flow"] * 60 * (1 - v["hematocrit"] / 100)  # mL/h
+        dilution = plasma / (plasma + v["pre_replacement_rate"])
+        uf = v["pre_replacement_rate"] + v["post_replacement_rate"] + v["net_uf_rate"]
+        d.update(plasma_flow_ml_h=round(plasma, 1), predilution_factor=round(dilution, 3),
+                 dose_corrected_for_predilution_ml_kg_h=round(dose * dilution, 1),
+                 filtration_fraction_percent=round(uf / (plasma + v["pre_replacement_rate"]) * 100, 1))
+    return dose, d
+
+
+CRRT = Calculator(
+    id="crrt_dose",
+    name="CRRT Dosing Calculator",
+    aliases=("CRRT Dosing Calculator", "CRRT effluent dose", "CRRT dose"),
+    domain=Domain.CRITICAL_CARE,
+    tags=("nephrology", "AKI", "dialysis", "ICU", "renal replacement therapy"),
+    inputs=(
+        WEIGHT,
+        _rate("dialysate_rate", "Dialysate flow rate", "Dialysate rate", "Qd"),
+        _rate("pre_replacement_rate", "Pre-filter replacement fluid rate", "Pre-filter replacement rate",
+              "Replacement fluid rate (pre-filter)"),
+        _rate("post_replacement_rate", "Post-filter replacement fluid rate", "Post-filter replacement rate",
+              "Replacement fluid rate (post-filter)"),
+        _rate("net_uf_rate", "Net ultrafiltration (fluid removal) rate", "Patient fluid removal rate", "Net UF",
+              "Net ultrafiltration rate"),
+        Input("blood_flow", "Blood flow rate", unit="mL/min", min=10, max=600, optional=True,
+              aliases=("Blood flow rate", "Qb"), help="Optional; with hematocrit gives predilution and filtration fraction."),
+        Input("hematocrit", "Hematocrit", unit="percent", min=5, max=75, optional=True, aliases=("Hematocrit", "Hct")),
+    ),
+    compute=_crrt,
+    output=Output("decimal", "mL/kg/h", 1, "Effluent dose"),
+    bands=(
+        Band("Below the KDIGO delivered target (< 20 mL/kg/h)", None, 20),
+        Band("KDIGO delivered target (20-25 mL/kg/h); prescribe somewhat higher to allow for downtime", 20, 25.05),
+        Band("Above the KDIGO target (> 25 mL/kg/h): no outcome benefit (RENAL, ATN trials)", 25.05, None),
+    ),
+    reference=Reference(
+        purpose="Weight-based effluent dose of continuous renal replacement therapy.",
+        when_to_use="Prescribing or auditing CVVH, CVVHD or CVVHDF in AKI.",
+        formula="Effluent rate (mL/h) = dialysate + pre-filter replacement + post-filter replacement + net "
+        "ultrafiltration; dose = effluent / weight (mL/kg/h). Plasma flow Qp = Qb × 60 × (1 − Hct); predilution "
+        "factor = Qp / (Qp + Q_pre); corrected dose = dose × factor; filtration fraction = (Q_pre + Q_post + net UF) / "
+        "(Qp + Q_pre).",
+        interpretation="KDIGO: deliver 20-25 mL/kg/h; keep the filtration fraction below about 20-25% to limit filter "
+        "clotting.",
+        citation="KDIGO Acute Kidney Injury Work Group. KDIGO Clinical Practice Guideline for Acute Kidney Injury. Kidney "
+        "Int Suppl. 2012;2(1):1-138 (recommendation 5.8.4); RENAL Replacement Therapy Study Investigators. Intensity "
+        "of continuous renal-replacement therapy in critically ill patients. N Engl J Med. 2009;361(17):1627-1638.",
+        notes="Flows default to 0 when not given (e.g. no dialysate in CVVH). The headline dose is uncorrected; the "
+        "predilution-corrected dose needs blood flow and haematocrit.",
+    ),
+    examples=(
+        Example({"weight": 80, "dialysate_rate": 1000, "pre_replacement_rate": 500, "post_replacement_rate": 500,
+                 "net_uf_rate": 120}, 26.5, "Hand-computed per KDIGO effluent definition: 2120 mL/h / 80 kg", 0.05),
+        Example({"weight": 70, "dialysate_rate": 1500, "net_uf_rate": 50}, 22.1,
+                "Hand-computed per KDIGO effluent definition (CVVHD): 1550 / 70", 0.05),
+    ),
+)
+
+CALCULATORS = [KDIGO_AKI, KEGFR, FEUREA, CRRT]
