@@ -178,7 +178,7 @@ class _Builder:
 
     def uid(self, prefix: str) -> str:
         self._n += 1
-        return f"{prefix}{hashlib.sha1(f'{self.pid}:{self._n}'.encode()).hexdigest()[:12]}"
+        return f"{prefix}{hashlib.sha1(f'{self.seed}:{self.pid}:{self._n}'.encode()).hexdigest()[:12]}"
 
     def place(self, calc, inp, table, column, stored, match, query, kind) -> None:
         self.report.placed.append(Placement(calc, inp.field, inp.value, table, column, stored, match, query, kind))

@@ -11,7 +11,7 @@ What is guaranteed, and how (see ``_sandbox_worker.py`` for the child side):
   of the parent's environment (API keys) is visible.
 - **Fresh temp dir** per call as the working directory, deleted afterwards.
 - **Filesystem:** Landlock (kernel ABI >= 1) allows writes only beneath that temp dir. As root,
-  the child also runs as an unprivileged uid (one per worker, 61000 + slot) that owns nothing else.
+  the child also runs as an unprivileged uid unique to the worker (``slot_uid``) that owns nothing else.
 - **Network:** as root, workers run in a fresh network namespace (``unshare --net``: no interfaces
   but a down loopback); with Landlock ABI >= 4, TCP bind/connect is denied too, and ABI >= 6
   scopes abstract Unix sockets and signals. Unix sockets on the filesystem are governed by file
@@ -36,7 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 WORKER = Path(__file__).with_name("_sandbox_worker.py")
-SLOT_UID_BASE = 61000
+SLOT_UID_BASE = 1_000_000  # sandbox uids: unique per (owning process, slot), owned by nothing on disk
+
+
+def slot_uid(slot: int) -> int:
+    """A uid no other live pool uses: after each call the worker kills every process of its uid,
+    so pools in different processes must never share one."""
+    return SLOT_UID_BASE + (os.getpid() * 64 + slot) % 2_000_000_000
 
 
 @dataclass(frozen=True)
@@ -86,7 +92,7 @@ class RunResult:
 class _Worker:
     def __init__(self, slot: int, root: Path, use_netns: bool):
         self.slot = slot
-        cmd = [sys.executable, "-I", str(WORKER), "--uid", str(SLOT_UID_BASE + slot), "--root", str(root / f"w{slot}")]
+        cmd = [sys.executable, "-I", str(WORKER), "--uid", str(slot_uid(slot)), "--root", str(root / f"w{slot}")]
         if use_netns:
             cmd = ["unshare", "--net", "--", *cmd]
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
