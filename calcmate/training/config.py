@@ -60,6 +60,8 @@ class SFTRunConfig(BaseModel):
     bf16: bool = True
     attn_implementation: AttnImpl = "flash_attention_2"
     experts_implementation: Literal["grouped_mm", "batched_mm", "eager"] | None = None
+    router_aux_loss_coef: float | None = Field(
+        None, ge=0, description="MoE load-balancing loss weight (None: the model's; under SP it is computed per shard)")
     activation_checkpointing: bool = True
     sp_size: int = Field(1, ge=1, description="Ulysses sequence-parallel degree (DeepSpeed ALST)")
     deepspeed: str = Field(description="DeepSpeed JSON (ZeRO-3)")
@@ -115,6 +117,17 @@ class SFTRunConfig(BaseModel):
     @model_validator(mode="after")
     def _parallelism(self) -> "SFTRunConfig":
         sp = self.sp_size
+        world = self.world_size()
+        if world is not None and world % sp:
+            raise ValueError(f"sp_size: {sp} does not divide the world size {world}")
+        arch = self.arch()
+        if arch is not None:
+            if arch.num_attention_heads % sp:
+                raise ValueError(f"sp_size: {sp} does not divide the model's {arch.num_attention_heads} attention heads")
+            kv = arch.num_key_value_heads
+            if kv % sp and sp % kv:
+                raise ValueError(f"sp_size: KV-head rule: with {kv} KV heads, sp_size must divide {kv} or be a "
+                                 f"multiple of it (got {sp})")
         if sp > 1 and self.packing:
             raise ValueError("packing: refused under sequence parallelism (sp_size > 1): the packed collator's 1-D "
                              "cu_seq_lens crash DeepSpeed's UlyssesSPDataLoaderAdapter (deepspeed 0.19.8), and "
@@ -134,17 +147,6 @@ class SFTRunConfig(BaseModel):
             raise ValueError("bf16: set bf16=false with use_cpu=true (CPU runs in fp32)")
         if self.use_cpu and self.attn_implementation.startswith("flash"):
             raise ValueError("attn_implementation: FlashAttention needs a GPU; use sdpa with use_cpu=true")
-        world = self.world_size()
-        if world is not None and world % sp:
-            raise ValueError(f"sp_size: {sp} does not divide the world size {world}")
-        arch = self.arch()
-        if arch is not None:
-            if arch.num_attention_heads % sp:
-                raise ValueError(f"sp_size: {sp} does not divide the model's {arch.num_attention_heads} attention heads")
-            kv = arch.num_key_value_heads
-            if kv % sp and sp % kv:
-                raise ValueError(f"sp_size: KV-head rule: with {kv} KV heads, sp_size must divide {kv} or be a "
-                                 f"multiple of it (got {sp})")
         return self
 
     # ---------------------------------------------------------------- derived values (no torch needed)

@@ -47,6 +47,7 @@ def build_sft_config(cfg: SFTRunConfig):
         # data is tokenized, masked and length-checked by calcmate.training.data; TRL uses it as is
         max_length=cfg.max_length, assistant_only_loss=False, packing=cfg.packing, padding_free=cfg.padding_free,
         pad_to_multiple_of=equal_length_padding(cfg.use_cpu, cfg.pad_to_length, cfg.effective_pad_multiple()),
+        router_aux_loss_coef=cfg.router_aux_loss_coef,
         bf16=cfg.bf16, gradient_checkpointing=cfg.activation_checkpointing,
         gradient_checkpointing_kwargs={"use_reentrant": False} if cfg.activation_checkpointing else None,
         deepspeed=cfg.deepspeed, parallelism_config=parallelism, model_init_kwargs=model_init_kwargs,
