@@ -243,8 +243,8 @@ async def run_episodes(cfg: SynthConfig, out: Path, tasks: list[Task]) -> None:
                                     break
                                 rejections += [{"attempt": attempt, **i.as_dict()} for i in verdict.issues]
                                 feedback = verdict.feedback()
-                                if backend is None:  # the scripted teacher is deterministic: a retry changes nothing
-                                    break
+                                if backend is None and not any(c.is_error for c in traj.tool_calls):
+                                    break  # the scripted teacher is deterministic: only a failed tool call is worth a retry
                             rec: dict[str, Any] = {"task_id": task.task_id, "status": "kept" if kept else "rejected",
                                                    "attempts": attempts, "rejections": rejections,
                                                    "teacher": cfg.teacher.name}

@@ -17,6 +17,7 @@ evidence search), so "verified" here and "correct" in evaluation mean the same t
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -78,7 +79,21 @@ def shows_value(texts: list[str], truth: Any, rel_tol: float) -> bool:
                     return True
         return False
     k = normalize_name(str(truth))
-    return bool(k) and any(f" {k} " in f" {normalize_name(t)} " for t in texts)
+    return bool(k) and any(f" {k} " in f" {normalize_name(t)} " for t in _decoded(texts))
+
+
+def _decoded(texts: list[str]) -> list[str]:
+    """Outputs as printed, plus JSON-printed strings decoded (a printed "a\\nb" is the text a<newline>b)."""
+    out = list(texts)
+    for t in texts:
+        for line in t.strip().splitlines():
+            try:
+                v = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(v, str):
+                out.append(v)
+    return out
 
 
 def verify(task: Task, traj: Trajectory, rel_tol: float = 0.01, name_threshold: float = 85.0) -> Verdict:
@@ -130,12 +145,11 @@ def verify(task: Task, traj: Trajectory, rel_tol: float = 0.01, name_threshold: 
                                     f"the {b.arm(_as_number(items[hit].value))!r} arm, but {taken!r} was taken"))
         skipped = b.else_ if taken == "then" else b.then
         skipped_names = [n for n in (_calc_name(i) for i in skipped) if n and normalize_name(n) not in by_name]
-        # one-to-one assignment over truths + skipped, so a close name of an executed calculator is not blamed
-        both = match_names(answered, [a.name for a in truths] + skipped_names, name_threshold)
-        for idx in both:
-            if idx >= len(truths):
-                issues.append(Issue("wrong_branch", f"final answer includes {skipped_names[idx - len(truths)]}, "
-                                    "from the arm not taken"))
+        # only answers left over after matching the executed calculators can name a skipped one, so a
+        # close name of an executed calculator ("Delta Ratio" in "Albumin Corrected Delta Ratio") is not blamed
+        leftover = [n for i, n in enumerate(answered) if i not in set(assign.values())]
+        for idx in match_names(leftover, skipped_names, name_threshold):
+            issues.append(Issue("wrong_branch", f"final answer includes {skipped_names[idx]}, from the arm not taken"))
     return Verdict(not issues, issues)
 
 
