@@ -49,7 +49,7 @@ def test_stdio_round_trip_every_tool(seeded):
     out = _run(go())
     assert all(not err for _, err in out.values()), out
     assert out["list"][0].split() == sorted(EHR_TABLES)
-    assert "test_result text" in out["describe"][0] and "report_time timestamp" in out["describe"][0]
+    assert "test_result text  -- test result" in out["describe"][0] and "report_time timestamp" in out["describe"][0]
     assert lab.stored in out["sql"][0] and out["sql"][0] == out["sql_alias"][0]
     assert "calcmate://calculators/" in out["search"][0]
     assert out["fetch"][0].startswith("# ")

@@ -39,7 +39,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 ENV_DSN = "CALCMATE_PG_DSN"
 RO_ROLE = "calcmate_ro"
 TEMPLATE_DB = "calcmate_ehr_template"
-SCHEMA_VERSION = "medmcp-calc-v1"  # bump when schema.sql changes; the template is rebuilt
+SCHEMA_VERSION = "medmcp-calc-v2"  # bump when schema.sql changes; the template is rebuilt
 EHR_TABLES = (
     "patient_information",
     "visit_inpatient",
@@ -61,6 +61,21 @@ class EhrServerError(RuntimeError):
 def schema_sql() -> str:
     """The 9-table MedMCP-Calc schema (``public`` schema, dropped and recreated)."""
     return resources.files("calcmate.ehr").joinpath("schema.sql").read_text(encoding="utf-8")
+
+
+def column_comments(ddl: str) -> list[tuple[str, str, str]]:
+    """(table, column, comment) from the schema's trailing ``-- comment`` on each column line, so
+    ``describe_tables`` can show what each column means."""
+    out, table = [], None
+    for line in ddl.splitlines():
+        m = re.match(r"\s*CREATE TABLE (?:public\.)?(\w+)", line)
+        if m:
+            table = m.group(1)
+            continue
+        m = re.match(r"\s+(\w+)\s+[A-Z].*?--\s*(.+?)\s*$", line)
+        if table and m:
+            out.append((table, m.group(1), m.group(2)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -154,6 +169,9 @@ class PgServer:
                         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE_DB)))
                         with psycopg.connect(self.dsn(TEMPLATE_DB), autocommit=True) as t:
                             t.execute(schema_sql())
+                            for tab, col, text in column_comments(schema_sql()):
+                                t.execute(sql.SQL("COMMENT ON COLUMN {}.{} IS {}").format(
+                                    sql.Identifier(tab), sql.Identifier(col), sql.Literal(text)))
                             t.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(RO_ROLE)))
                             t.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {}").format(sql.Identifier(RO_ROLE)))
                         conn.execute(sql.SQL("ALTER DATABASE {} IS_TEMPLATE true").format(sql.Identifier(TEMPLATE_DB)))
