@@ -6,8 +6,20 @@ A *solver* answers a row (``solve(row) -> Answer``); every solver is scored by t
 extracted "Relevant Entities" to the registered calculator: it measures the registry (and the
 labels), not note reading. A ``model`` solver plugs in through the same protocol.
 
-Rows we cannot answer -- no calculator for the id, an entity that maps to no input, a missing or
-impossible input -- are *unsolvable*: counted wrong, with a reason, never a crash.
+Rows we cannot answer -- no calculator for the id, a missing or impossible input, two entities that
+give one input different values -- are *unsolvable*: counted wrong, with a reason, never a crash.
+
+Two entity conventions, each recorded in the answer's ``notes`` and the report's ``entity_notes``
+(never silent), and pinned on the dev fixtures by ``tests/test_medcalc_bench.py``:
+
+* An entity that maps to no input of the row's calculator is *ignored* (e.g. PECARN head-injury
+  entities extracted into a FeverPAIN row). MedCalc-Bench's own implementations read only the
+  entities they know, so the label is defined without them; refusing the row would score the
+  labels' extraction, not the calculator. Required inputs that are still missing make the row
+  unsolvable as before, so an alias gap on a measured value cannot pass unnoticed.
+* Two yes/no entities that feed one input (RCRI rows carry both 'History of cerebrovascular
+  disease' and 'Cerebrovascular disease history') are merged: the criterion is present if either
+  says so. Other duplicates must agree.
 """
 
 from __future__ import annotations
@@ -28,7 +40,7 @@ from calcmate.scoring.tolerance import medcalc_correct
 
 __all__ = [
     "Answer", "BenchRow", "CalcStats", "RegistrySolver", "Report", "Solver", "Unsolvable",
-    "entities_to_inputs", "evaluate", "parse_entities", "read_csv", "score",
+    "entities_to_inputs", "evaluate", "map_entities", "parse_entities", "read_csv", "score",
 ]
 
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # patient notes are long
@@ -116,6 +128,7 @@ class Answer:
     reason: str | None = None
     calculator_id: str | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # how the entities were read: ignored entities, merged duplicates
 
     @property
     def solved(self) -> bool:
@@ -158,16 +171,27 @@ def _input_index(calc: Calculator) -> dict[str, str]:
     return idx
 
 
-def _generic(calc: Calculator, entities: Mapping[str, Any]) -> dict[str, Any]:
+def _merge(calc: Calculator, key: str, old: Any, new: Any, name: str, notes: list[str]) -> Any:
+    """A second entity for the same input: yes/no reports are OR-ed (noted); other values must agree."""
+    if isinstance(old, bool) and isinstance(new, bool):
+        if old != new:
+            notes.append(f"entities disagree on {calc.id} input {key!r} ({name!r} is {new}); "
+                         "scored present because one reports it")
+        return old or new
+    if old == new:
+        return old
+    raise Unsolvable(f"entities give input {key!r} of {calc.id} twice with different values ({old!r}, {new!r})")
+
+
+def _generic(calc: Calculator, entities: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
     idx = _input_index(calc)
     out: dict[str, Any] = {}
     for name, value in entities.items():
         key = idx.get(normalize_name(name))
         if key is None:
-            raise Unsolvable(f"entity {name!r} maps to no input of {calc.id}")
-        if key in out:
-            raise Unsolvable(f"entities give input {key!r} of {calc.id} twice")
-        out[key] = value
+            notes.append(f"ignored entity {name!r}: maps to no input of {calc.id}")
+            continue
+        out[key] = _merge(calc, key, out[key], value, name, notes) if key in out else value
     return out
 
 
@@ -175,7 +199,7 @@ def _strip_unit(value: Any) -> Any:
     return value[0] if isinstance(value, (list, tuple)) and len(value) == 2 else value
 
 
-def _steroid(calc: Calculator, entities: Mapping[str, Any]) -> dict[str, Any]:
+def _steroid(calc: Calculator, entities: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
     """``{'input steroid': ['PredniSONE PO', 45.8, 'mg'], 'target steroid': 'Hydrocortisone IV'}``."""
     src = entities.get("input steroid")
     dst = entities.get("target steroid")
@@ -183,35 +207,27 @@ def _steroid(calc: Calculator, entities: Mapping[str, Any]) -> dict[str, Any]:
         raise Unsolvable(f"entity 'input steroid' should be [drug, dose, unit], got {src!r}")
     if dst is None:
         raise Unsolvable("entity 'target steroid' is missing")
-    extra = set(entities) - {"input steroid", "target steroid"}
-    if extra:
-        raise Unsolvable(f"entity {sorted(extra)[0]!r} maps to no input of {calc.id}")
+    for name in sorted(set(entities) - {"input steroid", "target steroid"}):
+        notes.append(f"ignored entity {name!r}: maps to no input of {calc.id}")
     return {"from_steroid": src[0], "dose": [src[1], src[2]], "to_steroid": dst}
 
 
-def _mme(calc: Calculator, entities: Mapping[str, Any]) -> dict[str, Any]:
+def _mme(calc: Calculator, entities: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
     """``'<Drug> Dose': [30, 'mg']`` and ``'<Drug> Dose Per Day': [2, 'per day']`` per opioid.
 
     MedCalc-Bench labels every dose 'mg', including fentanyl patches (mcg/hr) and buccal
     fentanyl (mcg); its conversion factors are per those units, so the number is used as the
     drug's own dose unit (see docs/known-label-issues.md). Doses per day are counts.
     """
-    idx = _input_index(calc)
-    out: dict[str, Any] = {}
-    for name, value in entities.items():
-        key = idx.get(normalize_name(name))
-        if key is None:
-            raise Unsolvable(f"entity {name!r} maps to no input of {calc.id}")
-        out[key] = _strip_unit(value)
-    return out
+    return {k: _strip_unit(v) for k, v in _generic(calc, entities, notes).items()}
 
 
-def _cockcroft_gault(calc: Calculator, entities: Mapping[str, Any]) -> dict[str, Any]:
+def _cockcroft_gault(calc: Calculator, entities: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
     """MedCalc-Bench's question fixes the weight: adjusted body weight if BMI ≥ 25, min(ideal,
     actual) if 18.5 ≤ BMI < 25, actual if BMI < 18.5. The registry's BMI/IBW/ABW compute it."""
     ent = dict(entities)
     height = ent.pop("height", None)
-    inputs = _generic(calc, ent)
+    inputs = _generic(calc, ent, notes)
     if height is None:
         return inputs  # no height: the weight as given
     reg = registry()
@@ -226,15 +242,22 @@ def _cockcroft_gault(calc: Calculator, entities: Mapping[str, Any]) -> dict[str,
     return inputs
 
 
-Translator = Callable[[Calculator, Mapping[str, Any]], dict[str, Any]]
+Translator = Callable[[Calculator, Mapping[str, Any], list[str]], dict[str, Any]]
 # MedCalc-Bench id -> explicit translation where entity keys are not plain input names.
 TRANSLATORS: dict[int, Translator] = {2: _cockcroft_gault, 24: _steroid, 49: _mme}
 
 
+def map_entities(calc: Calculator, entities: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Map a row's entities onto ``calc``'s input keys, with notes on ignored or merged entities
+    (raises Unsolvable with the reason)."""
+    notes: list[str] = []
+    fn = TRANSLATORS.get(calc.medcalc_bench_id or -1, _generic)
+    return fn(calc, entities, notes), notes
+
+
 def entities_to_inputs(calc: Calculator, entities: Mapping[str, Any]) -> dict[str, Any]:
     """Map a row's entities onto ``calc``'s input keys (raises Unsolvable with the reason)."""
-    fn = TRANSLATORS.get(calc.medcalc_bench_id or -1, _generic)
-    return fn(calc, entities)
+    return map_entities(calc, entities)[0]
 
 
 # -- the registry solver ----------------------------------------------------------------------------
@@ -257,12 +280,14 @@ class RegistrySolver:
             calc = self.reg.by_medcalc_id(row.calculator_id)
         except UnknownCalculatorError:
             return Answer(reason=f"no calculator registered for MedCalc-Bench id {row.calculator_id}")
+        notes: list[str] = []
         try:
-            inputs = entities_to_inputs(calc, row.entities)
+            inputs, notes = map_entities(calc, row.entities)
             result = calc(inputs)
         except (Unsolvable, CalculatorInputError, ValueError) as e:
-            return Answer(reason=str(e), calculator_id=calc.id)
-        return Answer(value=_answer_value(result.value), calculator_id=calc.id, details=dict(result.details))
+            return Answer(reason=str(e), calculator_id=calc.id, notes=tuple(notes))
+        return Answer(value=_answer_value(result.value), calculator_id=calc.id, details=dict(result.details),
+                      notes=tuple(notes))
 
 
 # -- evaluation -------------------------------------------------------------------------------------
@@ -291,6 +316,7 @@ class Report(BaseModel):
     overall: CalcStats
     per_calculator: dict[str, CalcStats]
     errors: list[RowError]
+    entity_notes: list[RowError] = []  # rows whose entities were partly ignored or merged (reason = the note)
     rows: list[RowResult] = []
 
 
@@ -298,6 +324,7 @@ def evaluate(rows: Iterable[BenchRow], solver: Solver, on_row: Callable[[BenchRo
     """Solve and score every row; per-calculator and overall accuracy, and why rows went unsolved."""
     per: dict[str, CalcStats] = {}
     errors: list[RowError] = []
+    notes: list[RowError] = []
     results: list[RowResult] = []
     total = CalcStats()
     for row in rows:
@@ -313,13 +340,15 @@ def evaluate(rows: Iterable[BenchRow], solver: Solver, on_row: Callable[[BenchRo
         total.correct += ok
         if not ans.solved:
             errors.append(RowError(row=row.row_id, calculator=row.calculator_name, reason=ans.reason or "no answer"))
+        notes.extend(RowError(row=row.row_id, calculator=row.calculator_name, reason=n) for n in ans.notes)
         results.append(RowResult(row=row.row_id, calculator=row.calculator_name, answer=_jsonable(ans.value),
                                  truth=row.truth, correct=ok))
         if on_row:
             on_row(row, ans, ok)
     for s in (*per.values(), total):
         s.accuracy = s.correct / s.n if s.n else 0.0
-    return Report(solver=solver.name, overall=total, per_calculator=per, errors=errors, rows=results)
+    return Report(solver=solver.name, overall=total, per_calculator=per, errors=errors, entity_notes=notes,
+                  rows=results)
 
 
 def _jsonable(v: Any) -> Any:

@@ -67,6 +67,9 @@ def print_report(report: Report, console: Console) -> None:
     console.print(table)
     if report.errors:
         console.print(f"{len(report.errors)} unsolvable rows (see the report's 'errors')")
+    if report.entity_notes:
+        console.print(f"{len({n.row for n in report.entity_notes})} rows with ignored or merged entities "
+                      "(see the report's 'entity_notes')")
 
 
 def main(argv: list[str] | None = None) -> int:

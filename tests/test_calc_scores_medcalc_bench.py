@@ -23,7 +23,6 @@ DOCUMENTED = {
     "829": "PSI label reads 'degrees celsisus' as Fahrenheit",
     "888": "SOFA label ignores documented hypotension",
     "862": "GCS with an untestable eye response has no total (Teasdale 2014)",
-    "460": "PECARN entities leaked into a FeverPAIN row", "463": "PECARN entities leaked into a FeverPAIN row",
 }
 
 
@@ -43,7 +42,7 @@ def test_disagreements_are_only_the_documented_rows(results):
     wrong = {r.row_id: (r.truth, a.value, a.reason) for r, a in results if not score(r, a)}
     undocumented = {k: v for k, v in wrong.items() if k not in DOCUMENTED}
     assert not undocumented, f"new disagreements with the maintained labels: {undocumented}"
-    assert len(results) - len(wrong) >= 77
+    assert len(results) - len(wrong) >= 79
 
 
 def test_documented_rows_are_written_up():
