@@ -223,14 +223,15 @@ def dataset_files(path: str | Path) -> list[Path]:
     p = Path(path)
     if p.is_file():
         return [p]
-    files = sorted(x for x in p.rglob("*") if x.is_file() and x.suffix in (".jsonl", ".json", ".parquet", ".arrow"))
-    return [f for f in files if not f.name.startswith(".") and f.name not in ("dataset_info.json", "state.json")]
+    files = sorted(x for x in p.rglob("*") if x.is_file() and x.suffix in (".jsonl", ".parquet", ".arrow"))
+    return [f for f in files if not f.name.startswith(".")]
 
 
 def load_rows(path: str | Path):
     """A ``datasets.Dataset`` with ``messages`` and ``tools`` as JSON strings (exact, never struct-unified).
 
     Accepts a .jsonl file, a directory of .jsonl/.parquet files, a .parquet file, or a ``save_to_disk`` dir.
+    A directory holding both (the synthesizer writes train.jsonl and train.parquet) is read from its .jsonl.
     """
     import datasets
 
@@ -243,15 +244,15 @@ def load_rows(path: str | Path):
             ds = ds["train"]
         return _to_json_columns(ds)
     files = dataset_files(p)
-    jsonl = [str(f) for f in files if f.suffix in (".jsonl", ".json")]
+    jsonl = [str(f) for f in files if f.suffix == ".jsonl" or (p.is_file() and f.suffix == ".json")]
     parquet = [str(f) for f in files if f.suffix == ".parquet"]
-    if jsonl and not parquet:
+    if jsonl:
         ds = datasets.load_dataset("text", data_files=jsonl, split="train")
         ds = ds.filter(lambda r: bool(r["text"].strip()))
         return ds.map(_split_json_line, remove_columns=["text"], desc="Reading rows")
-    if parquet and not jsonl:
+    if parquet:
         return _to_json_columns(datasets.load_dataset("parquet", data_files=parquet, split="train"))
-    raise DatasetFormatError(f"dataset_path: {str(p)!r} must hold .jsonl files or .parquet files (found {len(files)})")
+    raise DatasetFormatError(f"dataset_path: {str(p)!r} holds no .jsonl or .parquet files")
 
 
 def _split_json_line(r: dict[str, Any]) -> dict[str, Any]:
