@@ -219,6 +219,18 @@ class DataStats:
 # ---------------------------------------------------------------------------- dataset loading
 
 
+def _cache_key(*parts: Any) -> str:
+    """A ``datasets`` fingerprint that changes with this module's code, not just with the data.
+
+    ``datasets`` hashes module-level functions by reference, so without this an edited function would silently
+    reuse a cached map result from the old code.
+    """
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    for part in parts:
+        h.update(str(part).encode())
+    return h.hexdigest()[:32]
+
+
 def dataset_files(path: str | Path) -> list[Path]:
     p = Path(path)
     if p.is_file():
@@ -249,7 +261,8 @@ def load_rows(path: str | Path):
     if jsonl:
         ds = datasets.load_dataset("text", data_files=jsonl, split="train")
         ds = ds.filter(lambda r: bool(r["text"].strip()))
-        return ds.map(_split_json_line, remove_columns=["text"], desc="Reading rows")
+        return ds.map(_split_json_line, remove_columns=["text"], desc="Reading rows",
+                      new_fingerprint=_cache_key(ds._fingerprint, "rows"))
     if parquet:
         return _to_json_columns(datasets.load_dataset("parquet", data_files=parquet, split="train"))
     raise DatasetFormatError(f"dataset_path: {str(p)!r} holds no .jsonl or .parquet files")
@@ -259,7 +272,9 @@ def _split_json_line(r: dict[str, Any]) -> dict[str, Any]:
     row = json.loads(r["text"])
     if "messages" not in row:
         raise DatasetFormatError(f"row {str(row)[:80]!r}: missing 'messages'")
-    return {"messages": json.dumps(row["messages"]), "tools": json.dumps(row.get("tools")),
+    m, t = row["messages"], row.get("tools")
+    return {"messages": m if isinstance(m, str) else json.dumps(m),  # the synthesizer may store JSON strings
+            "tools": t if isinstance(t, str) else json.dumps(t),
             "row_id": str(row.get("id", row.get("task_id", "")))}
 
 
@@ -273,7 +288,8 @@ def _to_json_columns(ds):
                 "tools": t if isinstance(t, str) else json.dumps(_drop_nulls(t)),
                 "row_id": str(r.get("id", r.get("task_id", "")) or "")}
 
-    return ds.map(conv, remove_columns=ds.column_names, desc="Normalizing rows")
+    return ds.map(conv, remove_columns=ds.column_names, desc="Normalizing rows",
+                  new_fingerprint=_cache_key(ds._fingerprint, "arrow-rows"))
 
 
 def fingerprint(path: str | Path) -> dict[str, Any]:
@@ -299,8 +315,11 @@ def encode_dataset(ds, tokenizer, template: str, *, max_length: int | None, over
         return encode_row(tokenizer, template, r["messages"], r["tools"], max_length=max_length, overlong=overlong,
                           where=f"row {idx} ({r.get('row_id') or 'no id'})")
 
+    tok_id = hashlib.sha256(tokenizer.backend_tokenizer.to_str().encode()).hexdigest() if hasattr(
+        tokenizer, "backend_tokenizer") else type(tokenizer).__name__
     enc = ds.map(fn, with_indices=True, remove_columns=ds.column_names, num_proc=num_proc,
-                 desc="Tokenizing + assistant masks")
+                 desc="Tokenizing + assistant masks",
+                 new_fingerprint=_cache_key(ds._fingerprint, tok_id, template, max_length, overlong))
     status = enc["status"]
     n_tokens = np.asarray(enc["n_tokens"], dtype=np.int64)
     n_trained = np.asarray(enc["n_trained"], dtype=np.int64)
