@@ -134,3 +134,59 @@ def plot_vs_step(rows: list[dict[str, Any]], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+# -- comparing runs on the terminal ----------------------------------------------------------------
+# The paper's overall Table 2 rows (MedMCP-Calc, full 118 tasks, LLM-judged), for context only:
+# our deterministic scores on the dev sample are not directly comparable (docs/scoring.md).
+PAPER_ROWS: dict[str, dict[str, float]] = {
+    "Qwen3-4B base (paper)": {"TF": 100.0, "CS": 19.95, "EA": 9.34, "QP": 3.08},
+    "CalcMate-4B (paper)": {"TF": 100.0, "CS": 56.97, "EA": 71.06, "QP": 15.02},
+}
+
+
+def compare_table(runs: Sequence[tuple[str, dict[str, Any]]], *, paper: bool = True):
+    """A rich table of overall TF/CS/EA/QP and tool calls per task for several runs."""
+    from rich.table import Table
+
+    t = Table(title="MedMCP-Calc (overall, percent)")
+    for col in ("run", "tasks", *METRICS, "SQL", "Python", "Search", "Fetch"):
+        t.add_column(col, justify="left" if col == "run" else "right")
+    for name, s in runs:
+        o = s["overall"]
+        calls = o.get("tool_calls_per_task", {})
+        t.add_row(name, str(o.get("n_tasks", "")), *(_fmt(o.get(m)) for m in METRICS),
+                  *(_fmt(calls.get(k)) for k in ("sql", "python", "search", "fetch")))
+    if paper:
+        for name, row in PAPER_ROWS.items():
+            t.add_row(f"[dim]{name}[/dim]", "118", *(f"[dim]{row[m]:.2f}[/dim]" for m in METRICS), "", "", "", "")
+    return t
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+    import json
+
+    from rich.console import Console
+
+    p = argparse.ArgumentParser(
+        prog="python -m calcmate.report",
+        description="Print the overall metrics of one or more eval runs (DIR/scores.json) side by side, "
+        "with the paper's Table 2 rows for context.")
+    p.add_argument("scores", nargs="+", type=Path, help="scores.json files written by eval/evaluate.py")
+    p.add_argument("--names", nargs="+", help="a display name per file (default: the parent directory name)")
+    p.add_argument("--no-paper", action="store_true", help="leave out the paper's reference rows")
+    a = p.parse_args(argv)
+    names = a.names or [s.parent.name for s in a.scores]
+    if len(names) != len(a.scores):
+        p.error(f"--names gives {len(names)} names for {len(a.scores)} score files")
+    runs = [(n, json.loads(s.read_text())) for n, s in zip(names, a.scores)]
+    console = Console()
+    if not console.is_terminal:  # logs and CI: don't wrap the table at 80 columns
+        console = Console(width=140)
+    console.print(compare_table(runs, paper=not a.no_paper))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -59,21 +59,21 @@ stage "synthesize trajectories" "$OUT/data/stats.json" \
 stage "build tiny Qwen3" "$OUT/tiny-qwen3/config.json" \
   python scripts/build_tiny_model.py --out "$OUT/tiny-qwen3"
 
-stage "SFT (torchrun, 2 processes, ZeRO-3, SP=2)" "$OUT/sft/final/config.json" \
+stage "SFT (torchrun, 2 processes, ZeRO-3, SP=2)" "$OUT/sft/model.safetensors" \
   torchrun --standalone --nproc_per_node 2 train/sft.py --config configs/tiny-cpu.yaml \
     --set model_name_or_path="$OUT/tiny-qwen3" dataset_path="$OUT/data/dataset" \
           output_dir="$OUT/sft" max_steps="$STEPS"
 
 LIMIT=()
-[ "$EVAL_TASKS" != "0" ] && LIMIT=(--set limit="$EVAL_TASKS")
+[ "$EVAL_TASKS" != "0" ] && LIMIT=(--limit "$EVAL_TASKS")
 stage "evaluate oracle (ceiling)" "$OUT/eval-oracle/scores.json" \
-  python eval/evaluate.py --config configs/eval/medmcp_calc_cpu.yaml --policy oracle \
+  python eval/evaluate.py --config configs/eval/oracle.yaml \
     --tasks "$DEV_TASKS" --out "$OUT/eval-oracle" "${LIMIT[@]}"
 stage "evaluate tiny CalcMate checkpoint" "$OUT/eval-sft/scores.json" \
-  python eval/evaluate.py --config configs/eval/medmcp_calc_cpu.yaml --model "$OUT/sft/final" \
+  python eval/evaluate.py --config configs/eval/medmcp_calc_cpu.yaml --model "$OUT/sft" \
     --tasks "$DEV_TASKS" --out "$OUT/eval-sft" "${LIMIT[@]}"
 
-python -m calcmate.reporting.summary "$OUT/eval-sft/scores.json" "$OUT/eval-oracle/scores.json" --names "tiny CalcMate" "oracle"
+python -m calcmate.report "$OUT/eval-sft/scores.json" "$OUT/eval-oracle/scores.json" --names "tiny CalcMate (quickstart)" "oracle (ceiling)"
 echo
 echo "Stage wall times:"; while IFS=$'\t' read -r n t; do printf '  %-45s %s\n' "$n" "$t"; done < "$TIMES"
 echo
