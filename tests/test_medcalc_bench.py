@@ -6,6 +6,7 @@ import csv
 import dataclasses
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -216,3 +217,58 @@ def test_eval_script_model_solver_is_a_clear_seam(tmp_path, capsys):
     mod = _load_eval()
     assert mod.main(["--solver", "model", "--csv", str(FIX / "dev.csv")]) == 2
     assert "needs a model" in capsys.readouterr().err
+
+
+# -- worked examples are not benchmark rows ------------------------------------------------------------
+def _numbers(x, out: set[float]) -> set[float]:
+    if isinstance(x, bool) or x is None:
+        return out
+    if isinstance(x, (int, float)):
+        out.add(round(abs(float(x)), 3))
+    elif isinstance(x, str):
+        out.update(round(float(m), 3) for m in re.findall(r"\d+(?:\.\d+)?", x))
+    elif isinstance(x, dict):
+        for y in x.values():
+            _numbers(y, out)
+    elif isinstance(x, (list, tuple)):
+        for y in x:
+            _numbers(y, out)
+    return out
+
+
+def _copies(example_numbers: set[float], case_numbers: set[float]) -> bool:
+    """Every (or all but one) of an example's numbers is in the benchmark case: a copied case."""
+    return len(example_numbers) >= 2 and len(example_numbers & case_numbers) >= max(2, len(example_numbers) - 1)
+
+
+# Calculators of modules owned by another helper whose examples still reuse MedMCP-Calc dev inputs (reported
+# for them to replace; remove each id once its example is fresh).
+_MEDMCP_COPIES_ELSEWHERE = {"abg_analyzer", "bicarbonate_deficit", "urine_anion_gap", "cerebral_perfusion_pressure",
+                            "gcs_pupils", "sodium_correction_rate", "glucose_infusion_rate", "iv_drip_rate",
+                            "urine_output_fluid_balance", "sf_ratio", "pf_ratio", "aa_gradient", "static_compliance",
+                            "rox_index", "rsbi", "pulmonary_resistance", "sic_score"}
+
+
+def test_worked_examples_do_not_copy_benchmark_cases():
+    """Examples come from the primary reference or are hand-computed on fresh values: a benchmark row used
+    as a worked example would leak test cases into anything built from the registry."""
+    reg = registry()
+    rows = read_csv(FIX / "dev.csv")
+    tasks = [json.loads(line) for line in open(ROOT / "tests" / "fixtures" / "medmcp_calc" / "tasks_dev.jsonl")]
+    answers = [(t["task_id"], reg.find(a["name"]), _numbers([i.get("value") for i in a["inputs"]], set()),
+                _numbers(a["final_answer"], set())) for t in tasks for a in t["calculator_answers"]]
+    copied = []
+    for calc in reg:
+        for ex in calc.examples:
+            nums = _numbers(dict(ex.inputs), set())
+            for r in rows:
+                if r.calculator_id == calc.medcalc_bench_id and _copies(nums, _numbers(r.entities, set())):
+                    copied.append((calc.id, f"MedCalc-Bench row {r.row_id}"))
+            if calc.id in _MEDMCP_COPIES_ELSEWHERE:
+                continue
+            expected = _numbers(ex.expected, set()) if not hasattr(ex.expected, "year") else set()
+            for task_id, found, task_nums, answer_nums in answers:
+                # point-score choice labels carry small numbers ("+5"), so a copy must also share the answer
+                if found is calc and _copies(nums, task_nums) and expected & answer_nums:
+                    copied.append((calc.id, f"MedMCP-Calc task {task_id}"))
+    assert not copied, copied

@@ -73,7 +73,7 @@ BSA = Calculator(
         citation="Mosteller RD. Simplified calculation of body-surface area. N Engl J Med. 1987;317(17):1098.",
     ),
     examples=(
-        Example({"weight": 90, "height": 187}, 2.16, "Hand-computed from Mosteller 1987: √(187*90/3600) = 2.162", 0.005),
+        Example({"weight": 72, "height": 170}, 1.84, "Hand-computed from Mosteller 1987: √(170*72/3600) = √3.4 = 1.844", 0.005),
         Example({"weight": 64, "height": 225}, 2.0, "Hand-computed from Mosteller 1987: √(225*64/3600) = 2.0", 0.005),
     ),
 )
@@ -168,7 +168,7 @@ TARGET_WEIGHT = Calculator(
         citation="Inverse of the BMI definition: WHO Technical Report Series 894 (2000).",
     ),
     examples=(
-        Example({"bmi": 21.0, "height": [1.87, "m"]}, 73.4, "Hand-computed: 21.0*1.87² = 73.43", 0.05),
+        Example({"bmi": 23.0, "height": [1.65, "m"]}, 62.6, "Hand-computed: 23.0*1.65² = 62.62", 0.05),
     ),
 )
 
@@ -238,7 +238,7 @@ MAP = Calculator(
     ),
     examples=(
         Example({"sbp": 120, "dbp": 80}, 93.3, "Hand-computed: (2*80+120)/3 = 93.33", 0.05),
-        Example({"sbp": [178, "mm hg"], "dbp": [100, "mm hg"]}, 126.0, "Hand-computed: (2*100+178)/3 = 126", 0.05),
+        Example({"sbp": [150, "mm hg"], "dbp": [96, "mm hg"]}, 114.0, "Hand-computed: (2*96+150)/3 = 114", 0.05),
     ),
 )
 

@@ -43,7 +43,7 @@ CALCIUM_CORRECTION = Calculator(
         notes="Poorly predicts ionised calcium in critical illness and CKD; measure ionised calcium when it matters.",
     ),
     examples=(
-        Example({"calcium": 7.0, "albumin": 1.8}, 8.76, "Hand-computed from Payne 1973: 7.0 + 0.8*(4-1.8) = 8.76", 0.005),
+        Example({"calcium": 7.6, "albumin": 2.2}, 9.04, "Hand-computed from Payne 1973: 7.6 + 0.8*(4-2.2) = 9.04", 0.005),
         Example({"calcium": [2.0, "mmol/L"], "albumin": [25, "g/L"]}, 9.22,
                 "Hand-computed: 2.0 mmol/L = 8.016 mg/dL; 8.016 + 0.8*(4-2.5) = 9.22", 0.01),
     ),
@@ -83,7 +83,7 @@ SODIUM_CORRECTION = Calculator(
         "glucose 110 → 141.24). Katz MA, N Engl J Med 1973;289:843-844 proposed 1.6; choose it with correction_factor.",
     ),
     examples=(
-        Example({"sodium": 141, "glucose": 110}, 141.2, "Hand-computed from Hillier 1999: 141 + 2.4*0.1 = 141.24", 0.05),
+        Example({"sodium": 128, "glucose": 350}, 134.0, "Hand-computed from Hillier 1999: 128 + 2.4*2.5 = 134.0", 0.05),
         Example({"sodium": 130, "glucose": 600, "correction_factor": "Katz"}, 138.0,
                 "Hand-computed from Katz 1973: 130 + 1.6*5 = 138.0", 0.05),
     ),
@@ -128,7 +128,7 @@ SERUM_OSMOLALITY = Calculator(
     ),
     examples=(
         Example({"sodium": 140, "bun": 14, "glucose": 90}, 290.0, "Hand-computed: 280 + 5 + 5 = 290", 0.05),
-        Example({"sodium": 146, "bun": 10, "glucose": 97}, 301.0, "Hand-computed: 292 + 3.57 + 5.39 = 300.96", 0.05),
+        Example({"sodium": 132, "bun": 42, "glucose": 450}, 304.0, "Hand-computed: 264 + 42/2.8 + 450/18 = 264 + 15 + 25 = 304", 0.05),
     ),
 )
 
@@ -170,8 +170,8 @@ FREE_WATER_DEFICIT = Calculator(
         notes="A negative value means sodium is below target (no free-water deficit), reported as computed.",
     ),
     examples=(
-        Example({"age": 28, "sex": "male", "weight": 72, "sodium": 141}, 0.309,
-                "Hand-computed: 0.6*72*(141/140-1) = 0.309", 0.005),
+        Example({"age": 45, "sex": "male", "weight": 80, "sodium": 154}, 4.8,
+                "Hand-computed: 0.6*80*(154/140-1) = 48*0.1 = 4.8", 0.005),
         Example({"age": 70, "sex": "female", "weight": 60, "sodium": 160}, 3.857,
                 "Hand-computed: 0.45*60*(160/140-1) = 3.857", 0.005),
     ),
@@ -223,7 +223,7 @@ ANION_GAP = Calculator(
         notes="Normal range depends on the analyser (often 3-11 with ion-selective electrodes); hypoalbuminaemia "
         "lowers it (use the albumin-corrected anion gap).",
     ),
-    examples=(Example({"sodium": 140, "chloride": 101, "bicarbonate": 9}, 30.0, "Hand-computed: 140 − (101 + 9) = 30", 0.05),),
+    examples=(Example({"sodium": 137, "chloride": 98, "bicarbonate": 14}, 25.0, "Hand-computed: 137 − (98 + 14) = 25", 0.05),),
 )
 
 DELTA_GAP = Calculator(
@@ -242,7 +242,7 @@ DELTA_GAP = Calculator(
         formula="Delta gap = AG − 12, with AG = Na − (Cl + HCO₃⁻).",
         citation=_DELTA_REF,
     ),
-    examples=(Example({"sodium": 148, "chloride": 108, "bicarbonate": 6}, 22.0, "Hand-computed: (148−114) − 12 = 22", 0.05),),
+    examples=(Example({"sodium": 139, "chloride": 100, "bicarbonate": 12}, 15.0, "Hand-computed: (139−112) − 12 = 15", 0.05),),
 )
 
 DELTA_RATIO = Calculator(
@@ -263,8 +263,8 @@ DELTA_RATIO = Calculator(
         citation=_DELTA_REF,
         notes="Undefined at HCO₃⁻ = 24 mEq/L (an input error is raised).",
     ),
-    examples=(Example({"sodium": 134, "chloride": 100, "bicarbonate": 7.2}, 0.88,
-                      "Hand-computed: AG 26.8; (26.8−12)/(24−7.2) = 0.881", 0.005),),
+    examples=(Example({"sodium": 136, "chloride": 96, "bicarbonate": 10}, 1.29,
+                      "Hand-computed: AG 30; (30−12)/(24−10) = 1.286", 0.005),),
 )
 
 ACAG = Calculator(
@@ -283,8 +283,8 @@ ACAG = Calculator(
         formula="ACAG = AG + 2.5 × (4 − albumin (g/dL)), AG = Na − (Cl + HCO₃⁻).",
         citation=_ALB_REF,
     ),
-    examples=(Example({"sodium": 138, "chloride": 102, "bicarbonate": 15, "albumin": 2.6}, 24.5,
-                      "Hand-computed from Figge 1998: 21 + 2.5*1.4 = 24.5", 0.05),),
+    examples=(Example({"sodium": 141, "chloride": 104, "bicarbonate": 18, "albumin": 2.0}, 24.0,
+                      "Hand-computed from Figge 1998: AG 19 + 2.5*(4−2.0) = 24.0", 0.05),),
 )
 
 AC_DELTA_GAP = Calculator(
@@ -303,8 +303,8 @@ AC_DELTA_GAP = Calculator(
         formula="Albumin-corrected delta gap = ACAG − 12, ACAG = Na − (Cl + HCO₃⁻) + 2.5 × (4 − albumin (g/dL)).",
         citation=f"{_ALB_REF} {_DELTA_REF}",
     ),
-    examples=(Example({"sodium": 143, "chloride": 112, "bicarbonate": 22, "albumin": 2.6}, 0.5,
-                      "Hand-computed: AG 9; ACAG 9 + 3.5 = 12.5; 12.5 − 12 = 0.5", 0.05),),
+    examples=(Example({"sodium": 140, "chloride": 106, "bicarbonate": 20, "albumin": 3.0}, 4.5,
+                      "Hand-computed: AG 14; ACAG 14 + 2.5*(4−3.0) = 16.5; 16.5 − 12 = 4.5", 0.05),),
 )
 
 AC_DELTA_RATIO = Calculator(
@@ -325,8 +325,8 @@ AC_DELTA_RATIO = Calculator(
         citation=f"{_ALB_REF} {_DELTA_REF}",
         notes="Undefined at HCO₃⁻ = 24 mEq/L (an input error is raised).",
     ),
-    examples=(Example({"sodium": 133, "chloride": 105, "bicarbonate": 22, "albumin": 3.2}, -2.0,
-                      "Hand-computed: AG 6; ACAG 8; (8−12)/(24−22) = −2", 0.005),),
+    examples=(Example({"sodium": 138, "chloride": 100, "bicarbonate": 16, "albumin": 2.4}, 1.75,
+                      "Hand-computed: AG 22; ACAG 22 + 2.5*(4−2.4) = 26; (26−12)/(24−16) = 1.75", 0.005),),
 )
 
 CALCULATORS = [

@@ -289,10 +289,11 @@ BARTHEL = Calculator(
     examples=(
         Example({"feeding": 10, "bathing": 5, "grooming": 5, "dressing": 10, "bowels": 10, "bladder": 10,
                  "toilet_use": 10, "transfers": 15, "mobility": 15, "stairs": 10}, 100, "Mahoney 1965: all independent = 100"),
-        Example({"feeding": "Needs help (+5)", "bathing": "Unable (0)", "grooming": "Unable (0)", "dressing": "Needs help (+5)",
-                 "bowels": "Occasional accident (+5)", "bladder": "Occasional accident (+5)", "toilet_use": "Needs help (+5)",
-                 "transfers": "Needs major help (1-2 people), can sit (+5)", "mobility": "Walks with help of one person >50 yards (+10)",
-                 "stairs": "Needs help (+5)"}, 45, "Mahoney 1965 item table: 5+0+0+5+5+5+5+5+10+5 = 45 (hand-computed)"),
+        Example({"feeding": "Independent", "bathing": "Dependent", "grooming": "Independent face/hair/teeth/shaving (implements provided)",
+                 "dressing": "Needs help but can do about half unaided", "bowels": "Continent", "bladder": "Occasional accident",
+                 "toilet_use": "Needs some help, but can do something alone", "transfers": "Minor help (verbal or physical)",
+                 "mobility": "Wheelchair independent, including corners, >50 yards", "stairs": "Unable"}, 55,
+                "Mahoney 1965 item table: 10+0+5+5+10+5+5+10+5+0 = 55 (hand-computed)"),
     ),
 )
 

@@ -86,8 +86,8 @@ PLASMA_DOSAGE = Calculator(
         "10-15 mL/kg and higher doses may be needed.",
     ),
     examples=(
-        Example({"weight": 70, "dose_ml_per_kg": 15, "unit_volume": 250}, 4,
-                "O'Shaughnessy 2004 weight-based dose: 70 × 15 = 1050 mL ÷ 250 mL = 4.2 → 4 units (hand-computed)"),
+        Example({"weight": 64, "dose_ml_per_kg": 15, "unit_volume": 220}, 4,
+                "O'Shaughnessy 2004 weight-based dose: 64 × 15 = 960 mL ÷ 220 mL = 4.36 → 4 units (hand-computed)"),
         Example({"weight": 80, "dose_ml_per_kg": 20, "unit_volume": 250}, 6,
                 "80 × 20 = 1600 mL ÷ 250 mL = 6.4 → 6 units (hand-computed)"),
     ),
@@ -247,8 +247,9 @@ ISTH_DIC = Calculator(
         "the fibrin marker is assay-specific.",
     ),
     examples=(
-        Example({"platelets": 24, "fibrin_marker": "Strong increase", "pt_prolongation": 7.2, "fibrinogen": 0.8}, 8,
-                "Taylor 2001 scoring table: 2 + 3 + 2 + 1 = 8 (hand-computed)"),
+        Example({"platelets": 68, "fibrin_marker": "Strong increase", "pt_prolongation": 4.5, "fibrinogen": 0.9}, 6,
+                "Taylor 2001 scoring table: platelets 50–100 1 + strong increase 3 + PT 3–6 s 1 + fibrinogen ≤ 1 g/L 1 "
+                "= 6 (hand-computed)"),
         Example({"platelets": 120, "fibrin_marker": "Moderate increase", "pt_prolongation": 2, "fibrinogen": 2.5}, 2,
                 "Taylor 2001 scoring table: 0 + 2 + 0 + 0 = 2 (hand-computed)"),
     ),

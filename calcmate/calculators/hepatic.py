@@ -41,8 +41,8 @@ FIB4 = Calculator(
         "1 × 10⁹/L are rejected as implausible (usually a unit slip, e.g. a count per L entered as per µL).",
     ),
     examples=(
-        Example({"age": 45, "ast": 150, "alt": 195, "platelets": [130000, "µL"]}, 3.72,
-                "Hand-computed from Sterling 2006: 45*150/(130*√195) = 3.718", 0.005),
+        Example({"age": 58, "ast": 88, "alt": 64, "platelets": [142000, "µL"]}, 4.49,
+                "Hand-computed from Sterling 2006: 58*88/(142*√64) = 4.493", 0.005),
         Example({"age": 50, "ast": 40, "alt": 25, "platelets": 200}, 2.0,
                 "Hand-computed from Sterling 2006: 50*40/(200*5) = 2.0", 0.005),
     ),
@@ -98,8 +98,11 @@ MELD_NA = Calculator(
         "and this calculator follow OPTN. Not MELD 3.0 (2023).",
     ),
     examples=(
-        Example({"creatinine": 10.48, "bilirubin": 1.14, "inr": 1.1, "sodium": 134, "dialysis_twice": True}, 23,
-                "Hand-computed per OPTN: Cr→4.0; MELD(i) 2.126 → 21; 21 + 3.96 − 2.08 = 22.9 → 23"),
+        Example({"creatinine": 1.9, "bilirubin": 2.1, "inr": 1.6, "sodium": 131, "dialysis_twice": True}, 30,
+                "Hand-computed per OPTN: dialysis → Cr 4.0; MELD(i) 2.777 → 2.8 × 10 = 28; "
+                "28 + 1.32×6 − 0.033×28×6 = 30.38 → 30"),
+        Example({"creatinine": 2.3, "bilirubin": 3.2, "inr": 1.8, "sodium": 128}, 29,
+                "Hand-computed per OPTN: MELD(i) 2.538 → 2.5 × 10 = 25; 25 + 1.32×9 − 0.033×25×9 = 29.46 → 29"),
         Example({"creatinine": 1.0, "bilirubin": 1.0, "inr": 1.0, "sodium": 140}, 6,
                 "Hand-computed per OPTN: all at floor; MELD(i) 0.643 → 6 (≤ 11, no sodium term)"),
     ),

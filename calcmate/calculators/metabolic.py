@@ -37,7 +37,7 @@ HOMA_IR = Calculator(
         notes="Bands are approximate and population-dependent; the 1985 paper defines the index, not the cut-offs.",
     ),
     examples=(
-        Example({"insulin": 4.8, "glucose": 165}, 1.96, "Hand-computed from Matthews 1985: 4.8*165/405 = 1.956", 0.005),
+        Example({"insulin": 12.5, "glucose": 108}, 3.33, "Hand-computed from Matthews 1985: 12.5*108/405 = 3.333", 0.005),
         Example({"insulin": 10, "glucose": [5.0, "mmol/L"]}, 2.22,
                 "Hand-computed from Matthews 1985: 10*5.0/22.5 = 2.22", 0.01),
     ),
@@ -84,8 +84,8 @@ LDL = Calculator(
     examples=(
         Example({"total_cholesterol": 200, "hdl": 50, "triglycerides": 150}, 120.0,
                 "Hand-computed from Friedewald 1972: 200 − 50 − 30 = 120", 0.05),
-        Example({"total_cholesterol": 250, "hdl": 59, "triglycerides": 99}, 171.2,
-                "Hand-computed from Friedewald 1972: 250 − 59 − 19.8 = 171.2", 0.05),
+        Example({"total_cholesterol": 232, "hdl": 41, "triglycerides": 185}, 154.0,
+                "Hand-computed from Friedewald 1972: 232 − 41 − 185/5 = 154", 0.05),
     ),
 )
 

@@ -44,8 +44,8 @@ DUE_DATE = Calculator(
         "the maintained implementation and this calculator subtract for short cycles.",
     ),
     examples=(
-        Example({"lmp": "2006-03-31", "cycle_length": 24}, dt.date(2007, 1, 1),
-                "Hand-computed per Naegele: 03/31/2006 + 280 d = 01/05/2007; 24-day cycle → −4 d"),
+        Example({"lmp": "2019-07-14", "cycle_length": 32}, dt.date(2020, 4, 23),
+                "Hand-computed per Naegele: 07/14/2019 + 280 d = 04/19/2020; 32-day cycle → +4 d"),
         Example({"lmp": "2023-01-01"}, dt.date(2023, 10, 8), "Hand-computed per Naegele: 01/01/2023 + 280 d"),
     ),
 )
@@ -75,7 +75,7 @@ CONCEPTION = Calculator(
         "so for irregular cycles LMP + (cycle length − 14) days is also given in the details as 'ovulation_adjusted'.",
     ),
     examples=(
-        Example({"lmp": "11/29/2023", "cycle_length": 26}, dt.date(2023, 12, 13), "Hand-computed: 11/29/2023 + 14 d"),
+        Example({"lmp": "05/06/2024", "cycle_length": 30}, dt.date(2024, 5, 20), "Hand-computed: 05/06/2024 + 14 d"),
     ),
 )
 
@@ -118,7 +118,7 @@ GESTATIONAL_AGE = Calculator(
         notes="If both LMP and due date are given, the LMP is used.",
     ),
     examples=(
-        Example({"current_date": "04/23/2022", "lmp": "08/17/2021"}, (35, 4), "Hand-computed: 249 days = 35 w 4 d"),
+        Example({"current_date": "02/10/2025", "lmp": "07/02/2024"}, (31, 6), "Hand-computed: 223 days = 31 w 6 d"),
         Example({"current_date": "2024-01-01", "due_date": "2024-03-11"}, (30, 0),
                 "Hand-computed: 280 − 70 days = 210 days = 30 w 0 d"),
     ),

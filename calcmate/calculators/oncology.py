@@ -336,10 +336,11 @@ CARG_TT = Calculator(
         notes="Risk groups (0-5, 6-9, 10-23) and their toxicity rates (30%, 52%, 83%) are from the derivation cohort.",
     ),
     examples=(
-        Example({"sex": "male", "age": 76, "cancer_type": "other", "dosage": "standard", "chemo_drugs": 1, "hemoglobin": 12,
-                 "crcl": 48, "hearing_impaired": True, "falls": 1, "help_with_meds": True, "walking_limited": True,
-                 "social_activity_decreased": True}, 13,
-                "Hurria 2011 points table: 2 (age) + 2 (standard dose) + 2 (hearing) + 3 (fall) + 1 + 2 + 1 = 13 (hand-computed)"),
+        Example({"sex": "male", "age": 74, "cancer_type": "other", "dosage": "standard", "chemo_drugs": 2, "hemoglobin": 10.5,
+                 "crcl": 52, "hearing_impaired": False, "falls": 0, "help_with_meds": True, "walking_limited": False,
+                 "social_activity_decreased": True}, 11,
+                "Hurria 2011 points table: 2 (age ≥ 72) + 2 (standard dose) + 2 (polychemotherapy) + 3 (Hb < 11, man) "
+                "+ 1 (help with medications) + 1 (decreased social activity) = 11 (hand-computed)"),
         Example({"sex": "female", "age": 70, "cancer_type": "gi_gu", "dosage": "reduced", "chemo_drugs": 2, "hemoglobin": 9.5,
                  "crcl": 30, "hearing_impaired": False, "falls": 0, "help_with_meds": False, "walking_limited": False,
                  "social_activity_decreased": False}, 10,

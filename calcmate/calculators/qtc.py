@@ -42,7 +42,7 @@ BAZETT = _qtc(
     lambda v: v["qt"] / _rr(v) ** 0.5,
     "QTc = QT / √RR.",
     "Bazett HC. An analysis of the time-relations of electrocardiograms. Heart. 1920;7:353-370.",
-    (Example({"qt": 330, "heart_rate": 48}, 295.2, "Hand-computed from Bazett 1920: 330/√1.25 = 295.16", 0.05),
+    (Example({"qt": 360, "heart_rate": 80}, 415.7, "Hand-computed from Bazett 1920: RR 0.75 s; 360/√0.75 = 415.69", 0.05),
      Example({"qt": 400, "heart_rate": 60}, 400.0, "At 60/min RR = 1 s, so QTc = QT (Bazett 1920)", 0.05)),
     notes="Over-corrects at high and under-corrects at low heart rates; prefer Fridericia or Framingham then. "
     "MedMCP-Calc's 'Corrected QT Interval (QTc)' is taken as Bazett, the default of that MDCalc calculator.",
@@ -54,7 +54,7 @@ FRIDERICIA = _qtc(
     "QTc = QT / RR^(1/3).",
     "Fridericia LS. Die Systolendauer im Elektrokardiogramm bei normalen Menschen und bei Herzkranken. "
     "Acta Med Scand. 1920;53:469-486.",
-    (Example({"qt": 330, "heart_rate": 48}, 306.3, "Hand-computed from Fridericia 1920: 330/1.25^(1/3) = 306.34", 0.05),),
+    (Example({"qt": 360, "heart_rate": 80}, 396.2, "Hand-computed from Fridericia 1920: 360/0.75^(1/3) = 396.23", 0.05),),
 )
 FRAMINGHAM = _qtc(
     "qtc_framingham", "QTc Framingham Calculator",
@@ -63,7 +63,7 @@ FRAMINGHAM = _qtc(
     "QTc = QT + 154 × (1 − RR).",
     "Sagie A, Larson MG, Goldberg RJ, Bengtson JR, Levy D. An improved method for adjusting the QT interval for "
     "heart rate (the Framingham Heart Study). Am J Cardiol. 1992;70(7):797-801.",
-    (Example({"qt": 330, "heart_rate": 75}, 360.8, "Hand-computed from Sagie 1992: 330 + 154*(1-0.8) = 360.8", 0.05),),
+    (Example({"qt": 360, "heart_rate": 80}, 398.5, "Hand-computed from Sagie 1992: 360 + 154*(1-0.75) = 398.5", 0.05),),
 )
 HODGES = _qtc(
     "qtc_hodges", "QTc Hodges Calculator",
@@ -72,7 +72,7 @@ HODGES = _qtc(
     "QTc = QT + 1.75 × (HR − 60).",
     "Hodges M, Salerno D, Erlien D. Bazett's QT correction reviewed: evidence that a linear QT correction for heart "
     "rate is better. J Am Coll Cardiol. 1983;1(2):694.",
-    (Example({"qt": 330, "heart_rate": 76}, 358.0, "Hand-computed from Hodges 1983: 330 + 1.75*16 = 358", 0.05),),
+    (Example({"qt": 360, "heart_rate": 80}, 395.0, "Hand-computed from Hodges 1983: 360 + 1.75*(80-60) = 395", 0.05),),
 )
 RAUTAHARJU = _qtc(
     "qtc_rautaharju", "QTc Rautaharju Calculator",
@@ -81,7 +81,7 @@ RAUTAHARJU = _qtc(
     "QTc = QT × (120 + HR) / 180.",
     "Rautaharju PM, Mason JW, Akiyama T. New age- and sex-specific criteria for QT prolongation based on rate "
     "correction formulas that account for bradycardia. Int J Cardiol. 2014;174(3):535-540.",
-    (Example({"qt": 330, "heart_rate": 99}, 401.5, "Hand-computed from Rautaharju 2014: 330*219/180 = 401.5", 0.05),),
+    (Example({"qt": 360, "heart_rate": 80}, 400.0, "Hand-computed from Rautaharju 2014: 360*(120+80)/180 = 400", 0.05),),
 )
 
 CALCULATORS = [BAZETT, FRIDERICIA, FRAMINGHAM, HODGES, RAUTAHARJU]

@@ -95,8 +95,8 @@ CKD_EPI = Calculator(
         "uses (its question names the 2021 equation). The 2009 equation (141, race term) is not this calculator.",
     ),
     examples=(
-        Example({"age": 65, "sex": "male", "creatinine": 1.4}, 55.8,
-                "Hand-computed from Inker 2021: 142*(1.4/0.9)^-1.2*0.9938^65 = 55.78", 0.05),
+        Example({"age": 72, "sex": "male", "creatinine": 1.6}, 45.5,
+                "Hand-computed from Inker 2021: 142*(1.6/0.9)^-1.2*0.9938^72 = 45.49", 0.05),
         Example({"age": 50, "sex": "female", "creatinine": 0.6}, 109.3,
                 "Hand-computed from Inker 2021: 142*(0.6/0.7)^-0.241*0.9938^50*1.012 = 109.28", 0.05),
     ),
@@ -138,10 +138,10 @@ MDRD = Calculator(
         notes="Race defaults to not Black when unreported (as MedCalc-Bench does); say so when reporting.",
     ),
     examples=(
-        Example({"age": 62, "sex": "female", "creatinine": 0.83}, 69.7,
-                "Hand-computed from Levey 2006: 175*0.83^-1.154*62^-0.203*0.742 = 69.66", 0.05),
-        Example({"age": 51, "sex": "male", "creatinine": 1.87}, 38.3,
-                "Hand-computed from Levey 2006: 175*1.87^-1.154*51^-0.203 = 38.26", 0.05),
+        Example({"age": 70, "sex": "female", "creatinine": 1.1}, 49.1,
+                "Hand-computed from Levey 2006: 175*1.1^-1.154*70^-0.203*0.742 = 49.10", 0.05),
+        Example({"age": 45, "sex": "male", "creatinine": 2.4}, 29.4,
+                "Hand-computed from Levey 2006: 175*2.4^-1.154*45^-0.203 = 29.42", 0.05),
     ),
 )
 
@@ -179,8 +179,8 @@ FENA = Calculator(
         notes="Unreliable with diuretics, contrast nephropathy, CKD, and early obstruction.",
     ),
     examples=(
-        Example({"sodium": 134, "creatinine": 0.65, "urine_sodium": 179, "urine_creatinine": 37}, 2.35,
-                "Hand-computed from Espinel 1976: 100*(0.65*179)/(134*37) = 2.347", 0.01),
+        Example({"sodium": 136, "creatinine": 3.1, "urine_sodium": 62, "urine_creatinine": 48}, 2.94,
+                "Hand-computed from Espinel 1976: 100*(3.1*62)/(136*48) = 2.944", 0.01),
         Example({"sodium": 140, "creatinine": 2.0, "urine_sodium": 10, "urine_creatinine": 100}, 0.14,
                 "Hand-computed from Espinel 1976: 100*(2*10)/(140*100) = 0.143 (prerenal range)", 0.01),
     ),

@@ -629,7 +629,7 @@ PERC = Calculator(
     ),
     examples=(
         Example({"age": 35, "heart_rate": 80, "o2_sat": 98}, 0, "Hand-computed from Kline 2004's criteria: none met"),
-        Example({"age": 57, "heart_rate": 114, "o2_sat": 90, "previous_dvt": True, "previous_pe": True}, 4,
+        Example({"age": 62, "heart_rate": 104, "o2_sat": 93, "previous_dvt": True, "previous_pe": True}, 4,
                 "Hand-computed from Kline 2004's criteria: age, HR, SaO₂, prior DVT/PE"),
     ),
 )
@@ -742,11 +742,11 @@ CAPRINI = Calculator(
         "MedCalc-Bench v1.0 labels use wrong criteria and sums; see docs/known-label-issues.md.",
     ),
     examples=(
-        Example({"age": 81, "sex": "male", "surgery_type": "elective major lower extremity arthroplasty",
-                 "major_surgery_recent": True, "sepsis_recent": True, "stroke_recent": True, "varicose_veins": True,
-                 "previous_dvt": True, "family_history_thrombosis": True, "prothrombin_20210a": True, "hit": True,
-                 "bmi": 21.4}, 28,
-                "Hand-computed from Caprini 2005's form: 3 + 5 + 1 + 1 + 5 + 1 + 3 + 3 + 3 + 3"),
+        Example({"age": 67, "sex": "male", "surgery_type": "major", "fracture_recent": True, "varicose_veins": True,
+                 "previous_dvt": True, "previous_pe": True, "factor_v_leiden": True,
+                 "mobility": "confined to bed >72 hours", "malignancy": True, "bmi": 31}, 21,
+                "Hand-computed from Caprini 2005's form: age 61–74 2 + major surgery 2 + fracture 5 + varicose veins 1 "
+                "+ history of DVT/PE (once) 3 + factor V Leiden 3 + confined to bed 2 + malignancy 2 + BMI > 25 1"),
         Example({"age": 45, "sex": "female", "surgery_type": "Minor", "hormones": True, "bmi": 27}, 4,
                 "Hand-computed from Caprini 2005's form: age 1 + minor surgery 1 + OCP 1 + BMI > 25 1"),
     ),

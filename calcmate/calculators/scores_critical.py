@@ -195,11 +195,13 @@ APACHE_II = Calculator(
         "labels use a wrong GCS term; see docs/known-label-issues.md for labels that read 'celsisus' as Fahrenheit.",
     ),
     examples=(
-        Example({"age": 57, "temperature": 37.2, "sbp": 132, "dbp": 103, "heart_rate": 73, "resp_rate": 27,
-                 "fio2": 32, "pao2": 57, "ph": 7.4, "sodium": 132.4, "potassium": 4.3, "creatinine": 3.67,
-                 "hematocrit": 32, "wbc": 12.5, "gcs": 15, "organ_insufficiency": True, "admission": "Elective"}, 15,
-                "Hand-computed from Knaus 1985's tables: age 3 + MAP 113 2 + RR 1 + PaO₂ 57 3 + creatinine 4 + "
-                "elective postoperative 2"),
+        Example({"age": 48, "temperature": 38.7, "sbp": 100, "dbp": 60, "heart_rate": 118, "resp_rate": 24,
+                 "fio2": 30, "pao2": 68, "ph": 7.31, "sodium": 133, "potassium": 3.3, "creatinine": 1.7,
+                 "hematocrit": 38, "wbc": 16.0, "gcs": 13, "organ_insufficiency": True,
+                 "admission": "Emergency postoperative"}, 19,
+                "Hand-computed from Knaus 1985's tables: temp 38.7 1 + MAP 73 0 + HR 118 2 + RR 24 0 + PaO₂ 68 1 + "
+                "pH 7.31 2 + Na 0 + K 3.3 1 + creatinine 1.7 2 + Hct 0 + WBC 16 1 + GCS 13 2 = APS 12; "
+                "+ age 48 2 + emergency postoperative 5"),
         Example({"age": 70, "temperature": 39.5, "map": 60, "heart_rate": 145, "resp_rate": 36, "fio2": 0.6,
                  "aa_gradient": 380, "ph": 7.2, "sodium": 125, "potassium": 3.2, "creatinine": 2.2,
                  "acute_renal_failure": True, "hematocrit": 28, "wbc": 22, "gcs": 10}, 40,
@@ -313,18 +315,18 @@ SOFA = Calculator(
         "labels match this calculator.",
     ),
     examples=(
-        Example({"pao2": 87, "fio2": 53, "platelets": 75.3, "gcs": 15, "bilirubin": 7.43, "creatinine": 2.56,
-                 "epinephrine": 0.33, "dopamine": 9.1}, 13,
-                "Hand-computed from Vincent 1996's table: P/F 164 unsupported 2 + cardio 4 + liver 3 + "
-                "platelets 2 + renal 2"),
+        Example({"pao2": 92, "fio2": 40, "platelets": 88, "gcs": 14, "bilirubin": 2.6, "creatinine": 1.5,
+                 "dobutamine": 5}, 10,
+                "Hand-computed from Vincent 1996's table: P/F 230 2 + dobutamine 2 + GCS 14 1 + bilirubin 2.6 2 + "
+                "platelets 88 2 + creatinine 1.5 1"),
         Example({"pao2": 70, "fio2": 0.55, "mechanical_ventilation": True, "platelets": 170, "gcs": 12,
                  "bilirubin": 2.2, "creatinine": 1.2, "urine_output": 800, "norepinephrine": 0.08}, 11,
                 "Hand-computed from Vincent 1996's table: P/F 127 ventilated 3 + cardio 3 + GCS 2 + liver 2 + "
                 "renal 1"),
-        Example({"pao2": "65 mm Hg", "fio2": "60 %", "cpap": True, "platelets": 24, "gcs": 13,
-                 "bilirubin": "6.8 mg/dL", "norepinephrine": 0.08, "creatinine": "2.6 mg/dL"}, 15,
-                "MedMCP-Calc dev task answer (MDCalc SOFA, MIT-licensed benchmark): P/F 108 on CPAP 3 + platelets "
-                "3 + GCS 1 + bilirubin 3 + norepinephrine ≤ 0.1 3 + creatinine 2"),
+        Example({"pao2": "72 mm Hg", "fio2": "70 %", "cpap": True, "platelets": 42, "gcs": 11,
+                 "bilirubin": "4.1 mg/dL", "norepinephrine": 0.05, "creatinine": "3.8 mg/dL"}, 16,
+                "Hand-computed from Vincent 1996's table: P/F 103 on CPAP 3 + platelets 42 3 + GCS 11 2 + "
+                "bilirubin 4.1 2 + norepinephrine ≤ 0.1 3 + creatinine 3.8 3"),
     ),
 )
 

@@ -343,8 +343,8 @@ SIRS = Calculator(
     examples=(
         Example({"temperature": 38.5, "heart_rate": 110, "resp_rate": 24, "wbc": 15}, 4,
                 "Hand-computed from Bone 1992's criteria: all four met"),
-        Example({"temperature": [97.9, "°F"], "heart_rate": 87, "resp_rate": 16, "wbc": [15500, "mm^3"]}, 1,
-                "Hand-computed from Bone 1992's criteria: only WBC > 12,000/mm³"),
+        Example({"temperature": [95.9, "°F"], "heart_rate": 84, "resp_rate": 18, "wbc": [9800, "mm^3"]}, 1,
+                "Hand-computed from Bone 1992's criteria: only temperature < 36 °C (95.9 °F = 35.5 °C)"),
     ),
 )
 

@@ -158,10 +158,11 @@ CHILD_PUGH = Calculator(
         "M = 584.66 g/mol (÷ 17.1). Result is the point total; the class is in details.",
     ),
     examples=(
-        Example({"bilirubin": 1.8, "albumin": 2.9, "inr": 1.5, "ascites": "moderate", "encephalopathy": "none"}, 8,
-                "Hand-computed from Pugh 1973's table: 1 + 2 + 1 + 3 + 1"),
-        Example({"bilirubin": [40.2, "µmol/L"], "albumin": 3.1, "inr": 2.1, "encephalopathy": "Grade 1-2"}, 9,
-                "Hand-computed from Pugh 1973's table: bilirubin 2.35 mg/dL 2 + 2 + 2 + ascites absent 1 + 2"),
+        Example({"bilirubin": 2.4, "albumin": 3.8, "inr": 1.9, "ascites": "slight", "encephalopathy": "none"}, 8,
+                "Hand-computed from Pugh 1973's table: bilirubin 2 + albumin 1 + INR 2 + ascites 2 + encephalopathy 1"),
+        Example({"bilirubin": [58, "µmol/L"], "albumin": 2.6, "inr": 1.4, "encephalopathy": "Grade 1-2"}, 10,
+                "Hand-computed from Pugh 1973's table: bilirubin 3.39 mg/dL 3 + albumin 3 + INR 1 + ascites absent 1 "
+                "+ encephalopathy 2"),
     ),
 )
 
@@ -315,10 +316,11 @@ GLASGOW_BLATCHFORD = Calculator(
         "(the v1.0 label scored 1).",
     ),
     examples=(
-        Example({"bun": 25, "hemoglobin": 10, "sex": "male", "sbp": 100, "heart_rate": 108, "cardiac_failure": True},
-                10, "Hand-computed from Blatchford 2000's table: urea 8.9 mmol/L 3 + Hb 3 + SBP 1 + pulse 1 + CHF 2"),
-        Example({"bun": 18, "hemoglobin": 13, "sex": "male", "sbp": 130, "heart_rate": 88, "melena": True}, 1,
-                "Hand-computed from Blatchford 2000's table: urea 6.4 mmol/L 0 + Hb ≥ 13 0 + melena 1"),
+        Example({"bun": 35, "hemoglobin": 11, "sex": "female", "sbp": 95, "heart_rate": 112, "syncope": True},
+                10, "Hand-computed from Blatchford 2000's table: urea 12.5 mmol/L 4 + Hb (woman 10–12) 1 + SBP 90–99 2 "
+                "+ pulse ≥ 100 1 + syncope 2"),
+        Example({"bun": 20, "hemoglobin": 12.5, "sex": "male", "sbp": 112, "heart_rate": 84, "melena": True}, 4,
+                "Hand-computed from Blatchford 2000's table: urea 7.1 mmol/L 2 + Hb (man 12–12.9) 1 + melena 1"),
     ),
 )
 
