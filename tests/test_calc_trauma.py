@@ -39,3 +39,11 @@ def test_children_use_blunt_coefficients_and_age_index():
     assert kid.value == pytest.approx(100 / (1 + math.exp(-b)), abs=0.05)
     old = TRISS(age=55, mechanism="blunt", gcs=15, sbp=110, resp_rate=20, iss=16)
     assert old.details["age_index"] == 1 and old.value < kid.value
+
+
+def test_triss_accepts_the_lowest_rts_blood_pressure_codes():
+    """RTS codes SBP 1–49 as 1 and 0 (no pressure) as 0; the shared SBP range (≥ 20) must not reject them."""
+    base = dict(age=30, mechanism="blunt", gcs=3, resp_rate=0, iss=25)
+    assert TRISS({**base, "sbp": 0}).details["sbp_code"] == 0
+    assert TRISS({**base, "sbp": 15}).details["sbp_code"] == 1
+    assert TRISS({**base, "sbp": 0}).details["rts"] == pytest.approx(0.0)

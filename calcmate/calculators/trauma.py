@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from calcmate.calculators._common import AGE, RESP_RATE, SBP
 from calcmate.calculators.spec import Band, Calculator, Choice, Example, Input, Output, Reference
@@ -92,7 +93,7 @@ TRISS = Calculator(
         Input("mechanism", "Mechanism of injury", type="choice", aliases=("Mechanism", "Injury type", "Type of injury"),
               choices=(Choice("Blunt", "blunt"), Choice("Penetrating", "penetrating"))),
         Input("gcs", "Glasgow Coma Scale", type="integer", min=3, max=15, aliases=("GCS", "Glasgow Coma Score", "Glasgow Coma Scale")),
-        SBP,
+        replace(SBP, min=0, help="0 when no pulse/blood pressure is obtainable (RTS code 0); 1–49 codes 1."),
         RESP_RATE,
         Input("iss", "Injury Severity Score", type="integer", min=0, max=75, aliases=("ISS", "Injury Severity Score")),
     ),
