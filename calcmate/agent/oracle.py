@@ -5,7 +5,8 @@ calculators the registry has) and the synthesizer's scripted teacher (same code)
 
     list_tables -> describe_tables(tables that hold the inputs)
     for each ground-truth calculator, in order:
-        search(name) -> fetch(best hit) -> run_sql for each input (the materializer's queries)
+        search(name) -> fetch(best hit) -> run_sql for the inputs no earlier result showed
+        (the materializer's grouped retrievals, each query once)
         -> run_python (registry formula when it reproduces the answer, else the ground truth)
     final answer block (calcmate.agent.final_answer), values as run_python printed them
 
@@ -78,6 +79,40 @@ def input_queries(report: Any) -> list[InputQuery]:
         if sql:
             out.append(InputQuery(str(get("calculator") or ""), str(get("field") or ""), get("value"), str(sql), get("table")))
     return out
+
+
+@dataclass
+class SqlStep:
+    """One query, run for ``calculator`` (the first that needs it); ``fields`` are the (calculator,
+    field) inputs its result shows, so later calculators reuse it instead of querying again."""
+
+    calculator: str
+    sql: str
+    fields: list[tuple[str, str]]
+    tables: list[str]
+
+
+def sql_steps(report: Any) -> list[SqlStep]:
+    """The materializer's grouped retrievals (``MaterializeReport.retrievals``), each once; a
+    report without them gives one step per distinct placement query."""
+    if report is None:
+        return []
+    get = lambda o, k: o.get(k) if isinstance(o, dict) else getattr(o, k, None)  # noqa: E731
+    retrievals = None if isinstance(report, list) else get(report, "retrievals")
+    if retrievals:
+        placed = get(report, "placed") or []
+        return [SqlStep(str(get(r, "calculator")), str(get(r, "sql")),
+                        [(str(get(placed[i], "calculator")), str(get(placed[i], "field"))) for i in get(r, "inputs") or []],
+                        list(get(r, "tables") or [])) for r in retrievals]
+    steps: dict[str, SqlStep] = {}
+    for q in input_queries(report):
+        steps.setdefault(q.sql, SqlStep(q.calculator, q.sql, [], [q.table] if q.table else [])).fields.append((q.calculator, q.field))
+    return list(steps.values())
+
+
+def _retrieve_thought(fields: list[str], calculator: str) -> str:
+    shown = ", ".join(fields[:3]) + (f" and {len(fields) - 3} more inputs" if len(fields) > 3 else "")
+    return f"Retrieve {shown or 'the inputs'} for {calculator}."
 
 
 def registry_inputs(calc: Any, answer: CalcAnswer) -> dict[str, Any] | None:
@@ -161,11 +196,11 @@ class OraclePolicy(Policy):
         keep = answers[: len(answers) - p.n_dropped(len(answers))]
         rng = random.Random(f"{p.seed}:{task.task_id}")
         self.corrupted = {a.order for a in rng.sample(keep, p.n_corrupted(len(keep)))}
-        queries = [] if p.skip_sql else input_queries(state.context.get("materialized"))
+        steps = [] if p.skip_sql else sql_steps(state.context.get("materialized"))
         self.keep = keep
         plan: list[Any] = []
-        if queries:
-            tables = sorted({q.table for q in queries if q.table}) or None
+        if steps:
+            tables = sorted({t for st in steps for t in st.tables}) or None
             plan.append(("list_tables", {}, "List the EHR tables to see where the patient's data live."))
             if tables:
                 plan.append(("describe_tables", {"table_names": tables}, "Inspect the columns of the tables that hold the inputs."))
@@ -173,10 +208,11 @@ class OraclePolicy(Policy):
         for a in keep:
             plan.append(("search", {"query": a.name}, f"Find the reference for {a.name}."))
             plan.append(("fetch", a, f"Read the {a.name} reference: formula, inputs and interpretation."))
-            for q in queries:
-                if q.calculator == a.name and q.sql not in seen_sql:
-                    seen_sql.add(q.sql)
-                    plan.append(("run_sql", {"query": q.sql}, f"Retrieve {q.field} for {a.name}."))
+            for st in steps:  # each grouped query once, when the first calculator needing it comes up
+                if st.calculator == a.name and st.sql not in seen_sql:
+                    seen_sql.add(st.sql)
+                    mine = [f for c, f in st.fields if c == a.name]
+                    plan.append(("run_sql", {"query": st.sql}, _retrieve_thought(mine, a.name)))
             code, _ = python_for(a)
             plan.append(("run_python", {"code": code}, f"Compute {a.name} from the retrieved inputs.", a))
         plan.append(("final", None, ""))

@@ -37,7 +37,7 @@ LABS: tuple[LabItem, ...] = (
     LabItem("osmolality", "Osmolality", r"\bosm(olality|olarity)?\b", "mOsm/kg", 275, 295, "Chemistry"),
     LabItem("ethanol", "Ethanol", r"\b(alcohol|ethanol)\b.*\b(level|concentration)\b|\bserum (alcohol|ethanol)\b", "mg/dL", 0, 10, "Toxicology"),
     LabItem("albumin", "Albumin", r"\balbumin\b", "g/dL", 3.5, 5.0, "Liver function", 1),
-    LabItem("protein", "Total protein", r"\bprotein\b", "g/dL", 6.0, 8.3, "Liver function", 1),
+    LabItem("protein", "Total protein", r"(?<!reactive )\bprotein\b", "g/dL", 6.0, 8.3, "Liver function", 1),
     LabItem("bilirubin", "Total bilirubin", r"\bbilirubin\b", "mg/dL", 0.1, 1.2, "Liver function", 1),
     LabItem("ast", "AST", r"\b(ast|aspartate aminotransferase)\b", "U/L", 10, 40, "Liver function"),
     LabItem("alt", "ALT", r"\b(alt|alanine aminotransferase)\b", "U/L", 7, 56, "Liver function"),

@@ -73,6 +73,21 @@ class Placement:
     match: str
     query: str
     kind: str  # lab | vital | demographic | history | medication | order | anesthesia | exam
+    source: str = ""  # the rows it lives in: "lab:<test_item_name>", "vital:<column>", "exam:<report>", "history", ...
+
+
+@dataclass
+class Retrieval:
+    """One query a careful agent would write, and the placed inputs its result shows.
+
+    ``inputs`` index ``MaterializeReport.placed``; ``calculator`` is the first calculator (in task
+    order) that needs it, i.e. when a scripted agent runs it; later calculators reuse its result."""
+
+    sql: str
+    inputs: list[int]
+    calculator: str
+    source: str  # demographic | vital | lab | history | exam | order | anesthesia
+    tables: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -91,6 +106,7 @@ class MaterializeReport:
     seed: int
     placed: list[Placement] = field(default_factory=list)
     unplaced: list[Unplaced] = field(default_factory=list)
+    retrievals: list[Retrieval] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)
     distractor_patients: list[str] = field(default_factory=list)
 
@@ -167,6 +183,7 @@ class _Builder:
         self.vid = f"V{h[10:20]}"
         self.rows: dict[str, list[dict]] = defaultdict(list)
         self.leftover: list[tuple] = []  # inputs a structured slot could not take -> text
+        self.lab_terms: dict[str, str] = {}  # test_item_name -> the ILIKE pattern an agent would search it by
         self.report = MaterializeReport(task.task_id, self.pid, self.vid, seed)
         self._n = 0
         # the encounter is at/after every date the task mentions
@@ -180,8 +197,9 @@ class _Builder:
         self._n += 1
         return f"{prefix}{hashlib.sha1(f'{self.seed}:{self.pid}:{self._n}'.encode()).hexdigest()[:12]}"
 
-    def place(self, calc, inp, table, column, stored, match, query, kind) -> None:
-        self.report.placed.append(Placement(calc, inp.field, inp.value, table, column, stored, match, query, kind))
+    def place(self, calc, inp, table, column, stored, match, kind, source) -> None:
+        """Record where an input went; its query is written later by ``_plan_retrievals``."""
+        self.report.placed.append(Placement(calc, inp.field, inp.value, table, column, stored, match, "", kind, source))
 
 
 def _valid_date(s: str) -> bool:
@@ -261,6 +279,7 @@ def materialize(task: Task, conn_or_db: psycopg.Connection | EhrDatabase, seed: 
     if llm is not None:
         _llm_rewrite(b, texts, llm)
     _irrelevant_labs(b)
+    _plan_retrievals(b)
     for k in range(n_distractors):
         _distractor(b, k)
     _write(b, conn_or_db)
@@ -273,7 +292,22 @@ _AGE_CATS = {"adult": (18, 85), "elderly": (65, 90), "child": (2, 12), "pediatri
              "infant": (0, 1), "neonate": (0, 0), "newborn": (0, 0)}
 
 
-def _age_constraint(value: Any) -> tuple[str, Any]:
+_AGE_DAYS = {"years": 365.25, "months": 30.44, "weeks": 7.0, "days": 1.0}
+
+
+def _age_unit(field_n: str, unit: str | None) -> str | None:
+    """The unit an exact age is given in (its value's unit, else the field's: "age (days)")."""
+    for text in (unit or "", field_n):
+        m = re.search(r"\b(y|yr|yrs|years?|months?|mo|weeks?|wk|wks|days?|d)\b", text.lower())
+        if m:
+            w = m.group(1)
+            return ("years" if w.startswith("y") else "months" if w.startswith("mo") else "weeks" if w.startswith("w")
+                    else "days")
+    return None
+
+
+def _age_constraint(value: Any, field_n: str = "") -> tuple[str, Any]:
+    """-> ("exact", (number, unit)) | ("range", (lo, hi) in years) | ("criterion", None)."""
     s = _vstr(value).strip().lower()
     m = re.match(r"^[<>≥≤]=?\s*(\d+)", s)
     if m:
@@ -283,8 +317,8 @@ def _age_constraint(value: Any) -> tuple[str, Any]:
     if m:
         return "range", (int(m.group(1)), int(m.group(2)))
     num = _numeric(value)
-    if num is not None and (num[1] is None or re.match(r"^(y|yr|yrs|years?|years old)$", num[1].lower())):
-        return "exact", int(num[0])
+    if num is not None and (num[1] is None or _age_unit("", num[1]) or re.match(r"^years old$", num[1].lower())):
+        return "exact", (int(num[0]), _age_unit(field_n, num[1]) or "years")
     for k, r in _AGE_CATS.items():
         if k in s:
             return "range", r
@@ -294,7 +328,7 @@ def _age_constraint(value: Any) -> tuple[str, Any]:
 def _demographics(b: _Builder, groups) -> str:
     age_items, exact, ranges = groups.get("age", []), [], []
     for _, inp, _ in age_items:
-        kind, v = _age_constraint(inp.value)
+        kind, v = _age_constraint(inp.value, normalize_name(inp.field))
         if kind == "exact":
             exact.append(v)
         elif kind == "range":
@@ -305,19 +339,23 @@ def _demographics(b: _Builder, groups) -> str:
         if m and _valid_date(m.group(0)):
             dob = dt.date.fromisoformat(m.group(0))
             break
+    ex_val, ex_unit = exact[0] if exact else (None, "years")
     if exact:
-        age = exact[0]
+        age = ex_val
     elif ranges:
         lo, hi = max(r[0] for r in ranges), min(r[1] for r in ranges)
         age = b.rng.randint(lo, hi) if lo <= hi else b.rng.randint(*ranges[0])
     else:
         age = b.rng.randint(45, 80)
     if dob is None:
-        dob = b.now.date() - dt.timedelta(days=int(age * 365.25) + b.rng.randrange(1, 300))
+        dob = b.now.date() - (dt.timedelta(days=int(age * 365.25) + b.rng.randrange(1, 300)) if ex_unit == "years"
+                              else dt.timedelta(days=round(age * _AGE_DAYS[ex_unit])))
     days = (b.now.date() - dob).days
     age_val, age_unit = (days // 365, "years") if days >= 365 * 2 else ((days // 30, "months") if days >= 60 else (days, "days"))
-    if exact and age_unit == "years":
-        age_val = exact[0]
+    if exact and age_unit == "years" and ex_unit == "years":
+        age_val = exact[0][0]
+    elif exact and ex_unit != "years" and abs(days / _AGE_DAYS[ex_unit] - ex_val) < 1:
+        age_val, age_unit = ex_val, ex_unit  # an infant's age as the task gives it: "86 days"
 
     sex = None
     for _, inp, _ in groups.get("sex", []):
@@ -348,28 +386,24 @@ def _demographics(b: _Builder, groups) -> str:
         admission_dept_name=b.dept, admission_ward_name=f"{b.dept} Ward {b.rng.randint(1, 6)}", major_diagnosis=None,
         bed_no=str(b.rng.randint(1, 40)), current_dept_name=b.dept, create_time=b.admit, update_time=b.now, is_valid=True))
 
-    q_age = f"SELECT patient_age, patient_age_unit FROM visit_inpatient WHERE patient_id = {_lit(b.pid)}"
     for calc, inp, _ in age_items:
-        kind, v = _age_constraint(inp.value)
-        match = "number" if kind == "exact" and v == age_val else "derived"
-        b.place(calc, inp, "visit_inpatient", "patient_age", str(age_val), match, q_age, "demographic")
+        kind, v = _age_constraint(inp.value, normalize_name(inp.field))
+        match = "number" if kind == "exact" and v[0] == age_val else "derived"
+        b.place(calc, inp, "visit_inpatient", "patient_age", str(age_val), match, "demographic", "demographic")
     for calc, inp, _ in groups.get("dob", []):
         if re.search(r"\d{4}-\d{2}-\d{2}", _vstr(inp.value)):
-            b.place(calc, inp, "patient_information", "birth_date", dob.isoformat(), "verbatim",
-                    f"SELECT birth_date FROM patient_information WHERE patient_id = {_lit(b.pid)}", "demographic")
+            b.place(calc, inp, "patient_information", "birth_date", dob.isoformat(), "verbatim", "demographic", "demographic")
         else:
             b.report.unplaced.append(Unplaced(calc, inp.field, inp.value, "date of birth is not a YYYY-MM-DD date"))
     for calc, inp, _ in groups.get("sex", []):
         match = "verbatim" if sex.lower() in _vstr(inp.value).lower() else "derived"
-        b.place(calc, inp, "patient_information", "gender", sex, match,
-                f"SELECT gender FROM patient_information WHERE patient_id = {_lit(b.pid)}", "demographic")
+        b.place(calc, inp, "patient_information", "gender", sex, match, "demographic", "demographic")
     for calc, inp, _ in groups.get("ethnicity", []):
         match = "verbatim" if _vstr(inp.value) == ethnicity else "derived"
         if match == "derived":  # a second, different ethnicity: keep it findable as text
             groups.setdefault("history", []).append((calc, inp, None))
             continue
-        b.place(calc, inp, "patient_information", "ethnicity", ethnicity, match,
-                f"SELECT ethnicity FROM patient_information WHERE patient_id = {_lit(b.pid)}", "demographic")
+        b.place(calc, inp, "patient_information", "ethnicity", ethnicity, match, "demographic", "demographic")
     return sex
 
 
@@ -411,6 +445,7 @@ def _labs(b: _Builder, labs, ulns) -> None:
         uln_for[key].append((calc, inp))
     for key, s in series.items():
         item, n = s["item"], len(s["values"])
+        b.lab_terms[s["name"]] = _lab_term(item, s["name"])
         uln = None
         if uln_for.get(key):
             uln = _numeric(uln_for[key][0][1].value)[0]
@@ -435,16 +470,26 @@ def _labs(b: _Builder, labs, ulns) -> None:
                 test_item_name=s["name"], test_result=v, unit=u, sample_name=s["sample"], normal_low=lo, normal_high=hi,
                 reference_range=(f"{lo:g}-{hi:g}" if lo is not None and hi is not None else f"<{hi:g}" if hi is not None else None),
                 abnormal_flag=flag, report_time=t, create_time=t, update_time=t, is_valid=True))
-        base = (f"SELECT test_item_name, test_result, unit, reference_range, report_time FROM laboratory_result "
-                f"WHERE patient_id = {_lit(b.pid)} AND test_item_name = {_lit(s['name'])}")
         for calc, inp, k in s["inputs"]:
-            q = base + (" ORDER BY report_time DESC LIMIT 1" if n == 1 else f" AND report_time = {_lit(times[k].isoformat(sep=' '))}")
-            num, unit, _ = _numeric(inp.value)
-            b.place(calc, inp, "laboratory_result", "test_result", s["values"][k][0], "number", q, "lab")
+            b.place(calc, inp, "laboratory_result", "test_result", s["values"][k][0], "number", "lab", f"lab:{s['name']}")
         for calc, inp in uln_for.get(key, []):
-            b.place(calc, inp, "laboratory_result", "normal_high", f"{uln:g}", "number",
-                    f"SELECT test_item_name, normal_high, reference_range FROM laboratory_result WHERE patient_id = {_lit(b.pid)} "
-                    f"AND test_item_name = {_lit(s['name'])} ORDER BY report_time DESC LIMIT 1", "lab")
+            b.place(calc, inp, "laboratory_result", "normal_high", f"{uln:g}", "number", "lab", f"lab:{s['name']}")
+
+
+def _lab_term(item: lx.LabItem, name: str) -> str:
+    """The case-insensitive pattern a clinician would search a lab by: its common name ("sodium",
+    "urea nitrogen", "bilirubin"), prefixed by the sample for non-blood samples ("%urine%sodium%")."""
+    term = re.sub(r"\s*\(.*?\)", "", item.name).strip()
+    term = re.sub(r"^total |\s+count$", "", term, flags=re.I).lower()
+    if len(term) <= 2 and name == item.name:  # "pH": a pattern would match "phosphate", "lymphocytes"
+        return name
+    pattern = f"%{term}%" if name == item.name else f"%{name.split()[0].lower()}%{term}%"
+    return pattern if _ilike(pattern, name) else name
+
+
+def _ilike(pattern: str, text: str) -> bool:
+    """PostgreSQL ``text ILIKE pattern`` for patterns with ``%`` wildcards only."""
+    return re.fullmatch(".*".join(map(re.escape, pattern.split("%"))), text, re.I | re.S) is not None
 
 
 def _normal(b: _Builder, item: lx.LabItem) -> float:
@@ -484,7 +529,6 @@ def _vitals(b: _Builder, vitals) -> None:
     extra = max((len(x) for x in truth.values()), default=1) - 1
     cols = [v.column for v in lx.VITALS]
     base = {v.column: b.rng.uniform(v.low, v.high) for v in lx.VITALS}
-    times_truth = {}
     rows = []
     for d in (3, 2, 1):
         t = b.now - dt.timedelta(days=d, hours=b.rng.randrange(4))
@@ -506,7 +550,6 @@ def _vitals(b: _Builder, vitals) -> None:
                 idx = len(vals) - 1 - (extra - k)
                 if idx >= 0:
                     row[c] = vals[idx]
-                    times_truth[(c, vals[idx])] = t
             elif k == extra and c != "pulse":
                 row[c] = _fmt(base[c], next(v.decimals for v in lx.VITALS if v.column == c))
         rows.append((t, row))
@@ -516,10 +559,7 @@ def _vitals(b: _Builder, vitals) -> None:
             patient_name=b.name, dept_name=b.dept, bed_no=None, plan_time=t, measure_time=t,
             days_in_hospital=max(0, (t - b.admit).days), create_time=t, update_time=t, is_valid=True, **row))
     for calc, inp, col, val, match in who:
-        q = f"SELECT {col}, measure_time FROM vital_signs WHERE patient_id = {_lit(b.pid)} AND {col} IS NOT NULL"
-        q += (" ORDER BY measure_time DESC LIMIT 1" if len(truth[col]) == 1
-              else f" AND measure_time = {_lit(times_truth[(col, val)].isoformat(sep=' '))}")
-        b.place(calc, inp, "vital_signs", col, val, match, q, "vital")
+        b.place(calc, inp, "vital_signs", col, val, match, "vital", f"vital:{col}")
 
 
 # -- anesthesia, doses --------------------------------------------------------------------------
@@ -537,8 +577,7 @@ def _anesthesia(b: _Builder, items) -> None:
             b.leftover.append((calc, inp, ("exam", "Pre-anesthesia assessment")))
             continue
         row[col] = val
-        b.place(calc, inp, "anethesia_record", col, val, "verbatim",
-                f"SELECT {col} FROM anethesia_record WHERE patient_id = {_lit(b.pid)}", "anesthesia")
+        b.place(calc, inp, "anethesia_record", col, val, "verbatim", "anesthesia", "anesthesia")
 
 
 def _doses(b: _Builder, items) -> None:
@@ -556,9 +595,7 @@ def _doses(b: _Builder, items) -> None:
             once_dose=num, dose_unit=unit, frequency="qd", usage="PO", order_advice=f"{inp.field}: {_vstr(inp.value)}",
             order_begin_time=t, submit_time=t, dept_name=b.dept, order_state_name="Active", create_time=t, update_time=t,
             is_valid=True))
-        b.place(calc, inp, "order_inpatient", "once_dose", f"{num:g}", "number",
-                f"SELECT order_name, once_dose, dose_unit, frequency, order_begin_time FROM order_inpatient "
-                f"WHERE patient_id = {_lit(b.pid)} AND report_id = {_lit(rid)}", "medication")
+        b.place(calc, inp, "order_inpatient", "once_dose", f"{num:g}", "number", "medication", "order")
 
 
 # -- free text ----------------------------------------------------------------------------------
@@ -570,6 +607,10 @@ class _Text:
     key: str
     lines: list[str]
     members: list[tuple]  # (calc, inp, line)
+
+    @property
+    def source(self) -> str:
+        return {"admission_record": "history", "order_inpatient": "order"}.get(self.table, f"exam:{self.key}")
 
 
 def _text_sections(b: _Builder, groups, sex: str) -> list[_Text]:
@@ -634,12 +675,8 @@ def _text_sections(b: _Builder, groups, sex: str) -> list[_Text]:
     texts = list(sections.values())
     for sec in texts:
         _set_text(b, sec, "\n".join(sec.lines))
-        cols = "report_name, exam_time, " if sec.table == "examination_report" else ""
-        q = (f"SELECT {cols}{sec.column} FROM {sec.table} WHERE patient_id = {_lit(b.pid)} "
-             f"AND {sec.key_col} = {_lit(sec.key)}")
         for calc, inp, line in sec.members:
-            kind = "history" if sec.table == "admission_record" else "order" if sec.table == "order_inpatient" else "exam"
-            b.place(calc, inp, sec.table, sec.column, line, "verbatim", q, kind)
+            b.place(calc, inp, sec.table, sec.column, line, "verbatim", sec.source.split(":")[0], sec.source)
     return texts
 
 
@@ -673,8 +710,127 @@ def _llm_rewrite(b: _Builder, texts: list[_Text], cfg: LLMConfig) -> None:
         if prose and all(v in prose for v in values):
             _set_text(b, sec, prose)
             for p in b.report.placed:
-                if p.table == sec.table and p.stored in sec.lines and sec.key in p.query:
+                if p.source == sec.source and p.column == sec.column and p.stored in sec.lines:
                     p.stored = _vstr(p.value)
+
+
+# -- retrievals ---------------------------------------------------------------------------------
+_SOURCES = ("demographic", "vital", "lab", "history", "exam", "order", "anesthesia")
+_HISTORY_COLS = ("past_medical_history", "personal_history", "family_history")
+# words too generic to find one report by (field text such as "Item 2: Repeat item 1 within 6 seconds")
+_STOP = frozenset("""item items patient patients score scores level grade total repeat with without from that this have
+ were which side left right each other present absent history value values type time sign signs none than more less
+ within seconds second minutes category current date using used days hours degree count after before into over under
+ when does their there only also some most much very able unable point points mild moderate severe normal abnormal
+ number rate ratio status test result results finding findings assessment clinical yes""".split())
+
+
+def _plan_retrievals(b: _Builder) -> None:
+    """Write the queries a careful agent would run, and point every placement at the one that shows it.
+
+    Calculators are visited in task order; each runs one query per kind of source it still needs
+    (labs, vitals, exam reports, ...), and a query's result serves every input whose rows it returns,
+    so later calculators reuse earlier results. Queries use only what the agent knows (the
+    patient_id, the schema, the clinical concept): never a row id or an exact timestamp."""
+    placed = b.report.placed
+    rank: dict[str, int] = {}
+    for a in sorted(b.task.calculator_answers, key=lambda a: a.order):
+        rank.setdefault(a.name, len(rank))
+    by_unit: dict[str, list[int]] = defaultdict(list)
+    for i, p in enumerate(placed):
+        by_unit[p.source].append(i)
+    covered: set[str] = set()
+    for calc in sorted({p.calculator for p in placed}, key=lambda c: rank.get(c, len(rank))):
+        need = list(dict.fromkeys(p.source for p in placed if p.calculator == calc and p.source not in covered))
+        for kind in _SOURCES:
+            units = [u for u in need if u.split(":", 1)[0] == kind]
+            if not units:
+                continue
+            sql_text, tables, covers = _QUERIES[kind](b, units, [u for u in by_unit if u.split(":", 1)[0] == kind])
+            fresh = [u for u in covers if u not in covered]
+            covered.update(fresh)
+            inputs = sorted(i for u in fresh for i in by_unit[u])
+            b.report.retrievals.append(Retrieval(sql_text, inputs, calc, kind, tables))
+            for i in inputs:
+                placed[i].query = sql_text
+
+
+def _q_demographic(b: _Builder, units, all_units):
+    return (f"SELECT p.gender, p.birth_date, p.ethnicity, v.patient_age, v.patient_age_unit FROM patient_information p "
+            f"JOIN visit_inpatient v ON v.patient_id = p.patient_id WHERE p.patient_id = {_lit(b.pid)}",
+            ["patient_information", "visit_inpatient"], units)
+
+
+def _q_vital(b: _Builder, units, all_units):
+    cols = [u.split(":", 1)[1] for u in units]
+    cond = " OR ".join(f"{c} IS NOT NULL" for c in cols)
+    cond = f"({cond})" if len(cols) > 1 else cond
+    return (f"SELECT measure_time, {', '.join(cols)} FROM vital_signs WHERE patient_id = {_lit(b.pid)} AND {cond} "
+            f"ORDER BY measure_time DESC", ["vital_signs"], units)
+
+
+def _q_lab(b: _Builder, units, all_units):
+    names = [u.split(":", 1)[1] for u in units]
+    pats = list(dict.fromkeys(b.lab_terms.get(n, n) for n in names))
+    conds = [f"test_item_name ILIKE {_lit(p)}" if "%" in p else f"test_item_name = {_lit(p)}" for p in pats]
+    cond = f"({' OR '.join(conds)})" if len(conds) > 1 else conds[0]
+    covers = [u for u in all_units if any(_ilike(p, u.split(":", 1)[1]) for p in pats)]
+    return (f"SELECT test_item_name, test_result, unit, reference_range, report_time FROM laboratory_result "
+            f"WHERE patient_id = {_lit(b.pid)} AND {cond} ORDER BY test_item_name, report_time DESC",
+            ["laboratory_result"], list(dict.fromkeys(units + covers)))
+
+
+def _q_history(b: _Builder, units, all_units):
+    used = {b.report.placed[i].column for i, p in enumerate(b.report.placed) if p.source == "history"}
+    cols = [c for c in _HISTORY_COLS if c in used] or list(_HISTORY_COLS)
+    return (f"SELECT {', '.join(cols)} FROM admission_record WHERE patient_id = {_lit(b.pid)}", ["admission_record"], units)
+
+
+def _q_order(b: _Builder, units, all_units):
+    return (f"SELECT order_name, once_dose, dose_unit, frequency, order_advice, order_begin_time FROM order_inpatient "
+            f"WHERE patient_id = {_lit(b.pid)} ORDER BY order_begin_time", ["order_inpatient"], units)
+
+
+def _q_anesthesia(b: _Builder, units, all_units):
+    cols = list(dict.fromkeys(p.column for p in b.report.placed if p.source == "anesthesia"))
+    return (f"SELECT {', '.join(cols)} FROM anethesia_record WHERE patient_id = {_lit(b.pid)}", ["anethesia_record"], units)
+
+
+def _q_exam(b: _Builder, units, all_units):
+    """Reports are found by a word of the clinical concept the agent is looking for (from the
+    input's field, e.g. ``exam_findings ILIKE '%bradykinesia%'``); if some report has no such word,
+    all of the patient's reports are read."""
+    texts = {r["report_id"]: (r.get("exam_findings") or "") for r in b.rows["examination_report"] if r["patient_id"] == b.pid}
+    head = f"SELECT report_name, exam_time, exam_findings FROM examination_report WHERE patient_id = {_lit(b.pid)}"
+    words: list[str] = []
+    for u in units:
+        rid = u.split(":", 1)[1]
+        fields = [b.report.placed[i].field for i, p in enumerate(b.report.placed) if p.source == u]
+        w = _keyword(fields, texts.get(rid, ""), [t for r, t in texts.items() if r != rid])
+        if w is None:
+            return f"{head} ORDER BY exam_time DESC", ["examination_report"], all_units
+        if w not in words:
+            words.append(w)
+    conds = [f"exam_findings ILIKE {_lit(f'%{w}%')}" for w in words]
+    cond = f"({' OR '.join(conds)})" if len(conds) > 1 else conds[0]
+    covers = [u for u in all_units if any(w in texts.get(u.split(":", 1)[1], "").lower() for w in words)]
+    return f"{head} AND {cond} ORDER BY exam_time DESC", ["examination_report"], list(dict.fromkeys(units + covers))
+
+
+def _keyword(fields: list[str], text: str, others: list[str]) -> str | None:
+    """The most specific word of the inputs' fields found in ``text``: in the fewest other reports,
+    then the longest, then the first."""
+    low = text.lower()
+    for min_len in (4, 3):
+        cands = list(dict.fromkeys(w.lower() for f in fields for w in re.findall(r"[A-Za-z]+", f)
+                                   if len(w) >= min_len and w.lower() not in _STOP and w.lower() in low))
+        if cands:
+            return min(cands, key=lambda w: (sum(w in o.lower() for o in others), -len(w)))
+    return None
+
+
+_QUERIES = {"demographic": _q_demographic, "vital": _q_vital, "lab": _q_lab, "history": _q_history, "exam": _q_exam,
+            "order": _q_order, "anesthesia": _q_anesthesia}
 
 
 # -- distractors --------------------------------------------------------------------------------

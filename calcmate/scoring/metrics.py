@@ -108,7 +108,7 @@ def item_matches(item: FinalAnswerItem, truth: Any, rel_tol: float = 0.05) -> bo
 
 
 # -- EHR access --------------------------------------------------------------------------------
-_NUM = re.compile(r"[-+]?\d+(?:\.\d+)?")
+_NUM = re.compile(r"(?<![\d.])[-+]?\d+(?:\.\d+)?")  # "140-220" is 140 and 220, not 140 and -220
 _ALT_UNITS = ("kg", "lb", "g", "cm", "in", "m", "degC", "degF", "mg/dL", "umol/L", "mmol/L", "g/dL", "g/L", "mL", "L")
 
 
@@ -134,9 +134,22 @@ class SqlEvidence:
 
     def contains(self, value: Any, field: str | None = None) -> bool:
         """Is ``value`` (a ground-truth input, e.g. "1.4 mg/dL") in the SQL results? ``field``
-        names the analyte for molar conversions (creatinine mg/dL <-> umol/L)."""
+        names the analyte for molar conversions (creatinine mg/dL <-> umol/L), and marks an age
+        criterion ("Age": "65-74", "Age ≥ 75 years": "No"), found when a returned age meets it."""
         if value is None or not self.raw:
             return False
+        if self._contains(value, field):
+            return True
+        return bool(field) and _is_age_field(field) and any(_age_meets(value, field, a) for a in self.ages)
+
+    @property
+    def ages(self) -> list[float]:
+        """Ages in years from result columns named like ``patient_age`` (unit from ``*age_unit``)."""
+        if getattr(self, "_ages", None) is None:
+            self._ages = _result_ages(self.raw)
+        return self._ages
+
+    def _contains(self, value: Any, field: str | None) -> bool:
         if isinstance(value, bool):
             return self.has_text("yes" if value else "no") or self.has_text(str(value))
         s = str(value).strip()
@@ -159,6 +172,68 @@ class SqlEvidence:
         main = re.sub(r"\(.*?\)", " ", s).strip()  # "2 (Moderate slowing ...)" -> "2", inner text
         inner = " ".join(re.findall(r"\((.*?)\)", s))
         return any(self.has_text(x) for x in (main, inner) if x and len(normalize_name(x)) >= 4)
+
+
+_AGE_YEARS = {"year": 1.0, "month": 12.0, "week": 52.18, "day": 365.25}
+_AGE_WORDS = {"neonate": (0, 28 / 365.25), "newborn": (0, 28 / 365.25), "infant": (0, 1), "toddler": (1, 3),
+              "child": (1, 12.99), "adolescent": (12, 17.99), "pediatric": (0, 17.99), "paediatric": (0, 17.99),
+              "adult": (18, 200), "elderly": (65, 200), "older adult": (65, 200)}
+_CMP = re.compile(r"(≥|>=|>|≤|<=|<)\s*(\d+(?:\.\d+)?)\s*(years?|yrs?|months?|weeks?|days?)?", re.I)
+
+
+def _is_age_field(field: str) -> bool:
+    f = normalize_name(field)
+    return bool(re.search(r"\bage\b", f)) and not re.search(r"\b(gestation\w*|postmenstrual|corrected|bone|vessel)\b", f)
+
+
+def _result_ages(raw: str) -> list[float]:
+    """Ages (in years) in ``col | col`` result tables whose header has an age column."""
+    out: list[float] = []
+    age_i = unit_i = None
+    width = 0
+    for line in raw.splitlines():
+        cells = [c.strip().lower() for c in line.split(" | ")]
+        heads = [i for i, c in enumerate(cells) if re.fullmatch(r"(\w+_)?age", c)]
+        if heads:
+            age_i, width = heads[0], len(cells)
+            unit_i = next((i for i, c in enumerate(cells) if re.fullmatch(r"(\w+_)?age_unit", c)), None)
+            continue
+        if age_i is None or len(cells) != width:
+            age_i = None
+            continue
+        try:
+            age = float(cells[age_i])
+        except ValueError:
+            continue
+        unit = cells[unit_i] if unit_i is not None else "years"
+        out.append(age / next((v for k, v in _AGE_YEARS.items() if unit.startswith(k)), 1.0))
+    return out
+
+
+def _years(n: float, unit: str | None) -> float:
+    return n / next((v for k, v in _AGE_YEARS.items() if (unit or "year").lower().startswith(k)), 1.0)
+
+
+def _cmp(age: float, op: str, n: float) -> bool:
+    return {"≥": age >= n, ">=": age >= n, ">": age > n, "≤": age <= n, "<=": age <= n, "<": age < n}[op]
+
+
+def _age_meets(value: Any, field: str, age: float) -> bool:
+    """Does an age (years) satisfy a ground-truth age criterion: a range ("65-74", "2 to 3 years"),
+    a bound ("≥75"), a category ("Adult"), or yes/no to the field's bound ("Age ≥ 75 years": "No")?"""
+    s = str(value).strip().lower()
+    yes, no = re.match(r"^(yes|true|present)\b", s), re.match(r"^(no|false|absent)\b", s)
+    m = _CMP.search(field)
+    if m and (yes or no):
+        return _cmp(age, m.group(1), _years(float(m.group(2)), m.group(3))) == bool(yes)
+    m = re.match(r"^(\d+(?:\.\d+)?)\s*(?:-|–|to)\s*(\d+(?:\.\d+)?)\s*(years?|yrs?|months?|weeks?|days?)?", s)
+    if m:
+        lo, hi = _years(float(m.group(1)), m.group(3)), _years(float(m.group(2)), m.group(3))
+        return lo <= age < hi + _years(1, m.group(3))  # "65-74" holds through the day before 75
+    m = _CMP.match(s)
+    if m:
+        return _cmp(age, m.group(1), _years(float(m.group(2)), m.group(3)))
+    return any(lo <= age <= hi for word, (lo, hi) in _AGE_WORDS.items() if re.search(rf"\b{word}\b", s))
 
 
 def _analyte(field: str | None) -> str | None:
