@@ -1,0 +1,203 @@
+"""Generated run_python programs compute every registry calculator, self-contained.
+
+Every calculator x every worked example: the generated program, run in a fresh ``python -I -S``
+process (stdlib only, calcmate not importable) and through the real ``run_python`` MCP tool,
+prints exactly ``calc(inputs).value`` as its last line. The programs run in one batched
+subprocess (each in its own namespace) and through the sandbox's warm pool, to stay fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from calcmate.calculators import Calculator, Input, Output, Reference, registry
+from calcmate.calculators.codegen import CodegenError, generate, json_value
+from calcmate.domains import Domain
+
+# Calculators that cannot be written as a self-contained program, with the reason. Empty: all can.
+# generate() must raise CodegenError for each one listed here.
+EXCLUDED: dict[str, str] = {}
+
+# Inputs beyond the worked examples that take paths the examples do not: another registry
+# calculator run from inside compute (registry().get(...)), optional inputs left out.
+EXTRA_INPUTS = [
+    ("carboplatin_calvert", {"target_auc": 5, "age": 60, "sex": "female", "weight": [154, "lb"], "creatinine": [97, "µmol/L"]}),
+    ("bsa_based_dosing", {"dose_per_m2": 75, "height": 170, "weight": 65}),
+    ("cockcroft_gault", {"age": "71 years", "sex": "F", "weight": "58.5 kg", "creatinine": "1.3 mg/dL"}),
+]
+
+
+def _cases() -> list[tuple[str, int, dict]]:
+    out = []
+    for calc in registry():
+        for i, ex in enumerate(calc.examples):
+            out.append((calc.id, i, dict(ex.inputs)))
+    for j, (cid, inputs) in enumerate(EXTRA_INPUTS):
+        out.append((cid, 1000 + j, inputs))
+    return out
+
+
+CASES = _cases()
+IDS = [f"{cid}-{'ex' if i < 1000 else 'extra'}{i % 1000}" for cid, i, _ in CASES]
+
+RUNNER = textwrap.dedent('''
+    import contextlib, io, json, sys, traceback
+    out = {}
+    for key, code in json.load(sys.stdin).items():
+        buf = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(buf):
+                exec(compile(code, key, "exec"), {"__name__": "__main__"})
+            out[key] = {"ok": True, "stdout": buf.getvalue()}
+        except BaseException:
+            out[key] = {"ok": False, "stdout": buf.getvalue() + traceback.format_exc()}
+    out["__modules__"] = sorted(sys.modules)
+    json.dump(out, sys.stdout)
+''')
+
+
+@pytest.fixture(scope="module")
+def programs():
+    progs = {}
+    for (cid, i, inputs), key in zip(CASES, IDS):
+        if cid in EXCLUDED:
+            continue
+        progs[key] = generate(registry().get(cid), inputs)
+    return progs
+
+
+@pytest.fixture(scope="module")
+def isolated_runs(programs, tmp_path_factory):
+    """All programs in one fresh interpreter without site-packages or the repo on sys.path."""
+    cwd = tmp_path_factory.mktemp("codegen_run")
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", RUNNER], input=json.dumps({k: p.code for k, p in programs.items()}),
+                          capture_output=True, text=True, cwd=cwd, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _last_json(stdout: str):
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(("cid", "i", "inputs"), CASES, ids=IDS)
+def test_program_prints_registry_value(cid, i, inputs, programs, isolated_runs):
+    key = IDS[CASES.index((cid, i, inputs))]
+    if cid in EXCLUDED:
+        with pytest.raises(CodegenError):
+            generate(registry().get(cid), inputs)
+        return
+    calc = registry().get(cid)
+    prog = programs[key]
+    run = isolated_runs[key]
+    assert run["ok"], f"{key}:\n{prog.code}\n---\n{run['stdout']}"
+    expected = calc(inputs).value
+    assert _last_json(run["stdout"]) == json_value(expected), f"{key}:\n{prog.code}\n---\n{run['stdout']}"
+    assert prog.value == expected
+    # the program computes from v: it is self-contained and does not reach for calcmate
+    assert "calcmate" not in prog.code.replace("calcmate://", "")
+    assert "\nv = {" in prog.code and re.search(r"^value(, details)? = (\w+)\(v\)$", prog.code, re.M)
+
+
+def test_no_calcmate_in_the_isolated_interpreter(isolated_runs):
+    assert not any(m == "calcmate" or m.startswith("calcmate.") for m in isolated_runs["__modules__"])
+    assert "numpy" not in isolated_runs["__modules__"]  # stdlib alone suffices
+
+
+def test_every_registry_calculator_is_covered():
+    covered = {cid for cid, _, _ in CASES}
+    assert {c.id for c in registry()} <= covered
+    assert all(c.examples for c in registry())
+    assert set(EXCLUDED) <= covered
+
+
+def test_programs_through_the_run_python_tool(programs):
+    """The real run_python MCP tool (sandbox warm pool): same last line as in-process."""
+    from mcp import Client
+
+    from calcmate.tools.python import build_server
+    from calcmate.tools.sandbox import SandboxPool
+
+    pool = SandboxPool(2)
+
+    async def go():
+        async with Client(build_server(pool)) as c:
+            sem = asyncio.Semaphore(4)
+
+            async def one(key, code):
+                async with sem:
+                    res = await c.call_tool("run_python", {"code": code})
+                    return key, res.is_error, "\n".join(getattr(x, "text", "") for x in res.content)
+
+            return await asyncio.gather(*(one(k, p.code) for k, p in programs.items()))
+
+    try:
+        results = asyncio.run(go())
+    finally:
+        pool.close()
+    bad = [(k, text[-400:]) for k, err, text in results if err or _last_json(text) != json_value(programs[k].value)]
+    assert not bad, bad[:5]
+    assert len(results) == len(programs)
+
+
+def test_unit_conversion_and_choice_labels_are_commented():
+    cg = registry().get("cockcroft_gault")
+    code = generate(cg, {"age": 60, "sex": "female", "weight": 60, "creatinine": [88.4, "µmol/L"]}).code
+    assert "# Creatinine Clearance (Cockcroft-Gault Equation)" in code.splitlines()[0]
+    assert "CrCl (mL/min) = (140 − age)" in code  # the reference formula
+    line = next(x for x in code.splitlines() if x.strip().startswith("'creatinine':"))
+    assert "mg/dL" in line and "from 88.4 µmol/L" in line
+    assert '(140 - v["age"]) * v["weight"] / (72 * v["creatinine"])' in code  # the formula, computed
+    kps = registry().get("karnofsky_performance_status")
+    code = generate(kps, {"score": "Requires considerable assistance and frequent medical care"}).code
+    assert next(x for x in code.splitlines() if x.strip().startswith("'score':")).startswith(
+        "    'score': 50,  # ") and "Requires considerable assistance" in code
+
+
+def test_details_are_printed_before_the_value():
+    calc = registry().get("cha2ds2_vasc")
+    ex = calc.examples[0]
+    res = calc(ex.inputs)
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", generate(calc, ex.inputs).code],
+                         capture_output=True, text=True, timeout=30)
+    lines = out.stdout.strip().splitlines()
+    assert out.returncode == 0, out.stderr
+    assert json.loads(lines[-1]) == res.value
+    for k, x in res.details.items():
+        assert f"{k}: {x}" in lines
+
+
+def test_a_nested_registry_calculator_is_inlined_not_imported():
+    calc = registry().get("carboplatin_calvert")
+    prog = generate(calc, dict(EXTRA_INPUTS[0][1]))
+    assert "registry(" not in prog.code and "import calcmate" not in prog.code
+    assert "def cockcroft_gault_calculator(" in prog.code  # Cockcroft-Gault's wrapper: defaults + rounding
+    assert prog.value == calc(EXTRA_INPUTS[0][1]).value
+
+
+def _not_in_calcmate(v):
+    return v["x"] * 2
+
+
+def test_codegen_error_names_the_calculator_and_reason():
+    calc = Calculator(
+        id="outside_calc", name="Outside", domain=Domain.MEDICINE,
+        inputs=(Input("x", "X", unit="kg"),), compute=_not_in_calcmate, output=Output("decimal", "kg", 1),
+        reference=Reference("p", "w", "f", "c"),
+    )
+    with pytest.raises(CodegenError, match="outside_calc.*not a function defined in calcmate"):
+        generate(calc, {"x": 2})
+
+
+def test_invalid_inputs_raise_the_registry_error():
+    from calcmate.calculators import CalculatorInputError
+
+    with pytest.raises(CalculatorInputError, match="creatinine"):
+        generate(registry().get("cockcroft_gault"), {"age": 60, "sex": "female", "weight": 60})
