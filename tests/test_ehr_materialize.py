@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
+import re
 import string
 
 import pytest
@@ -43,21 +45,140 @@ def test_every_dev_input_is_placed_and_found_by_its_query(materialized_dev, dev_
 
 
 def test_latest_measurement_is_the_ground_truth(materialized_dev, dev_tasks):
-    """The documented convention: a lab with one truth value is its most recent measurement,
-    and earlier decoy measurements exist."""
+    """The documented convention: a lab or vital's query returns every measurement, newest first;
+    the ground truth is the newest, after earlier decoys. An item given several values in one task
+    (sodium before/after) holds them as its newest measurements, in calculator order."""
     db, reports = materialized_dev
     checked = 0
     with db.connect(readonly=True) as conn:
         for rep in reports.values():
-            labs = [p for p in rep.placed if p.kind == "lab" and p.column == "test_result" and "LIMIT 1" in p.query]
-            for p in labs:
-                name = conn.execute(p.query).fetchone()[0]
-                hist = conn.execute(
-                    "SELECT test_result FROM laboratory_result WHERE patient_id = %s AND test_item_name = %s ORDER BY report_time",
-                    (rep.patient_id, name)).fetchall()
-                assert len(hist) >= 2 and hist[-1][0] == p.stored
+            series: dict[str, list[str]] = {}
+            for p in rep.placed:
+                if p.source.startswith(("lab:", "vital:")) and p.column != "normal_high":
+                    series.setdefault(p.source, [])
+                    if p.stored not in series[p.source]:
+                        series[p.source].append(p.stored)
+            for source, truth in series.items():
+                kind, name = source.split(":", 1)
+                p = next(p for p in rep.placed if p.source == source)
+                cur = conn.execute(p.query)
+                cols = [d.name for d in cur.description]
+                rows = cur.fetchall()
+                if kind == "lab":
+                    hist = [r[cols.index("test_result")] for r in rows if r[cols.index("test_item_name")] == name]
+                    times = [r[cols.index("report_time")] for r in rows if r[cols.index("test_item_name")] == name]
+                else:
+                    hist = [r[cols.index(name)] for r in rows if r[cols.index(name)] is not None]
+                    times = [r[cols.index("measure_time")] for r in rows if r[cols.index(name)] is not None]
+                assert times == sorted(times, reverse=True), p.query
+                assert hist[: len(truth)] == truth[::-1], (source, hist, truth)
+                assert len(hist) > len(truth), f"{source}: no earlier decoy measurement"
                 checked += 1
-    assert checked > 20
+    assert checked > 40
+
+
+def _hidden_identifiers(conn) -> set[str]:
+    """Every row id in the EHR (report_id, visit_id, report_item_id, vs_id, ...): what no agent can know
+    before a query result shows it. patient_id is given in the question."""
+    cols = conn.execute(
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public' "
+        "AND (column_name LIKE '%\\_id' OR column_name IN ('inpatient_no', 'visit_card_no')) AND column_name <> 'patient_id'"
+    ).fetchall()
+    ids: set[str] = set()
+    for table, col in cols:
+        ids |= {str(v) for (v,) in conn.execute(f"SELECT DISTINCT {col} FROM {table} WHERE {col} IS NOT NULL")}
+    return ids
+
+
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?")
+
+
+def test_retrievals_group_inputs_and_pin_no_hidden_identifier(materialized_dev, dev_tasks):
+    db, reports = materialized_dev
+    with db.connect(readonly=True) as conn:
+        ids = _hidden_identifiers(conn)
+    assert len(ids) > 100
+    n_placed = n_queries = 0
+    for task in dev_tasks:
+        rep = reports[task.task_id]
+        order = {a.name: a.order for a in task.calculator_answers}
+        owner = [None] * len(rep.placed)
+        for k, r in enumerate(rep.retrievals):
+            assert r.inputs, r
+            assert r.calculator == min((rep.placed[i].calculator for i in r.inputs), key=order.get), r
+            for i in r.inputs:
+                assert owner[i] is None, f"input {i} in two retrievals"
+                owner[i] = k
+                assert rep.placed[i].query == r.sql
+            assert not _TIMESTAMP.search(r.sql) and not [v for v in ids if f"'{v}'" in r.sql], r.sql
+            assert f"'{rep.patient_id}'" in r.sql
+        assert None not in owner
+        assert len({r.sql for r in rep.retrievals}) == len(rep.retrievals)
+        n_placed, n_queries = n_placed + len(rep.placed), n_queries + len(rep.retrievals)
+    assert n_queries * 3 < n_placed  # one query serves several inputs
+
+
+def test_oracle_sql_uses_only_identifiers_it_has_seen(materialized_dev, dev_tasks, toolbox):
+    """The oracle (the synthesizer's scripted teacher) replays the retrievals through the real tools:
+    every hidden id or exact timestamp in a query must have appeared in an earlier SQL result, each
+    query runs once, and together they show every input."""
+    from calcmate.agent.episode import run_episode
+    from calcmate.agent.oracle import OraclePolicy
+    from calcmate.agent.protocols import NativeProtocol
+    from calcmate.scoring.metrics import SqlEvidence
+
+    db, reports = materialized_dev
+    with db.connect(readonly=True) as conn:
+        ids = _hidden_identifiers(conn)
+
+    async def episodes():
+        async with toolbox.session() as tb:
+            return [await run_episode(t, OraclePolicy(), tb, NativeProtocol(), context={"materialized": reports[t.task_id]})
+                    for t in dev_tasks]
+
+    checked = 0
+    for task, traj in zip(dev_tasks, asyncio.run(episodes())):
+        assert traj.finished, traj.stop_reason
+        calls = [c for c in traj.tool_calls if c.tool == "run_sql"]
+        queries = [c.arguments["query"] for c in calls]
+        assert len(queries) == len(set(queries)) == len(reports[task.task_id].retrievals)
+        seen = ""
+        for c in calls:
+            q = c.arguments["query"]
+            for literal in [v for v in ids if f"'{v}'" in q] + _TIMESTAMP.findall(q):
+                assert literal in seen, f"{task.task_id}: {literal!r} in {q!r} before any result showed it"
+            assert not c.is_error, c.result
+            seen += "\n" + c.result
+            checked += 1
+        ev = SqlEvidence(traj)
+        missing = [(i.field, i.value) for a in task.calculator_answers for i in a.inputs if not ev.contains(i.value, i.field)]
+        assert not missing, f"{task.task_id}: {missing}"
+    assert checked > 50
+
+
+def test_infant_age_is_stored_in_the_unit_the_task_gives(pg_server):
+    """An age in days (a former preterm infant) is the visit's age in days, consistent with the birth
+    date, so a query shows the task's number; ages in years stay in years."""
+    task = Task(task_id="t_infant", patient_id="PI1", fuzzy_question="?", calculator_answers=[
+        CalcAnswer(order=1, name="X", inputs=[CalcInput(field="date_of_birth", value="2025-09-20"),
+                                              CalcInput(field="current_date", value="2025-12-15"),
+                                              CalcInput(field="chronological_age_days", value=86)]),
+        CalcAnswer(order=2, name="Y", inputs=[CalcInput(field="Age (weeks)", value="12 weeks")])])
+    adult = Task(task_id="t_adult", patient_id="PA1", fuzzy_question="?", calculator_answers=[
+        CalcAnswer(order=1, name="X", inputs=[CalcInput(field="Age", value="67 years")])])
+    db = pg_server.create_database()
+    try:
+        with db.connect() as conn:
+            rep = materialize(task, conn, seed=0)
+            age = {p.field: p for p in rep.placed if p.column == "patient_age"}
+            assert (age["chronological_age_days"].stored, age["chronological_age_days"].match) == ("86", "number")
+            assert age["Age (weeks)"].match == "derived"  # one visit age: the first exact age wins
+            rows = conn.execute(age["chronological_age_days"].query).fetchall()
+            assert [(r[3], r[4]) for r in rows] == [(86, "days")] and str(rows[0][1]) == "2025-09-20"
+            rep = materialize(adult, conn, seed=0)
+            assert conn.execute(rep.placed[0].query).fetchone()[3:5] == (67, "years")
+    finally:
+        pg_server.drop_database(db.name)
 
 
 def test_distractor_patients_share_the_tables(materialized_dev):

@@ -20,12 +20,30 @@ MedMCP-Calc ``calculator_answers[].inputs`` (free-text ``field``, ``value`` with
 vital has earlier decoy measurements; the ground-truth value is the **most recent** measurement
 of that item for the patient. When one task gives the same item several different values (e.g.
 sodium before and after treatment), they are consecutive measurements in calculator order, the
-last one being the most recent; each placement's query then pins its own ``report_time``.
+last one being the most recent; the query returns them all, newest first.
 
 Free-text inputs are written as ``"<field>: <value>"`` lines, so the value appears verbatim.
 Retrieval needs real SQL: other (distractor) patients, irrelevant labs, earlier measurements.
-``MaterializeReport.placed[i].query`` is a SQL statement that returns the row holding input i
-(what the scripted oracle runs); ``unplaced`` lists inputs that could not be placed, with reasons.
+``unplaced`` lists inputs that could not be placed, with reasons.
+
+**Retrieval convention** (``MaterializeReport.retrievals``; what the scripted oracle, hence the
+synthesizer's teacher, runs): queries use only what an agent legitimately knows -- the patient_id
+from the question, the schema from describe_tables, the clinical concept it is looking for -- and
+never a row id (report_id, visit_id, report_item_id) or an exact timestamp. Calculators are
+visited in task order; each runs one query per kind of source it still needs, and a result serves
+every input whose rows it returns, so later calculators reuse it:
+
+| source       | query                                                                              |
+|--------------|------------------------------------------------------------------------------------|
+| demographics | patient_information JOIN visit_inpatient for the patient (sex, birth date, age)    |
+| labs         | ``test_item_name ILIKE '%sodium%' OR ...`` (the analyte's common name), all measurements ``ORDER BY test_item_name, report_time DESC`` |
+| vitals       | the needed columns ``IS NOT NULL``, all measurements ``ORDER BY measure_time DESC`` |
+| history      | the whole admission record's history sections                                      |
+| exam reports | ``exam_findings ILIKE '%bradykinesia%' OR ...``: a word of each input's field, the one found in the fewest other reports (all reports when no word fits) |
+| orders       | the patient's whole order list                                                     |
+| anesthesia   | the anesthesia record's needed columns                                             |
+
+``placed[i].query`` is the retrieval that shows input i, and ``placed[i].source`` names its rows.
 
 Deterministic for a given ``seed``: same task + seed -> identical rows.
 """
@@ -112,7 +130,7 @@ class MaterializeReport:
 
     @property
     def queries(self) -> list[tuple[str, str, str]]:
-        """(calculator, field, SQL) for every placed input: what a scripted agent runs."""
+        """(calculator, field, SQL) for every placed input: the retrieval whose result shows it."""
         return [(p.calculator, p.field, p.query) for p in self.placed]
 
     def for_calculator(self, name: str) -> list[Placement]:
