@@ -53,6 +53,17 @@ def test_kinetic_egfr_steady_state_and_direction():
     assert ke.input("max_increase_per_day").default == 1.5
 
 
+def test_kinetic_egfr_default_max_rise_and_its_effect():
+    ke = R.get("kinetic_egfr")
+    args = dict(baseline_creatinine=1.0, baseline_egfr=90, creatinine_1=1.5, creatinine_2=2.1, hours=24)
+    default = ke(**args).value
+    assert default == pytest.approx(ke(**args, max_increase_per_day=1.5).value)
+    # (1.0 × 90 / 1.8) × (1 − 24 × 0.6 / (24 × 1.5)) = 50 × 0.6
+    assert default == pytest.approx(30.0, abs=0.05)
+    # a smaller assumed maximum rise means the observed rise uses more of it: lower GFR
+    assert ke(**args, max_increase_per_day=1.0).value == pytest.approx(20.0, abs=0.05)
+
+
 def test_kinetic_egfr_clamps_at_zero():
     r = R.get("kinetic_egfr")(baseline_creatinine=1.0, baseline_egfr=90, creatinine_1=1.0, creatinine_2=3.0, hours=24)
     assert r.value == 0.0 and "note" in r.details

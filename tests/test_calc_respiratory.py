@@ -78,6 +78,15 @@ def test_aa_gradient_altitude_and_expected_for_age():
     assert "expected_aa_gradient" not in R.get("aa_gradient")(pao2=60, fio2=21, paco2=35).details
 
 
+def test_aa_gradient_defaults_sea_level_and_r_08():
+    """Patm defaults to 760 (sea level); PH2O 47 and R 0.8 give West's room-air PAO2 of about 100 at PaCO2 40."""
+    aa = R.get("aa_gradient")
+    r = aa(pao2=90, fio2=21, paco2=40)
+    assert r.details["PAO2"] == pytest.approx(99.7, abs=0.05)  # 0.21 × 713 − 40/0.8
+    assert r.value == pytest.approx(aa(patm=760, pao2=90, fio2=21, paco2=40).value)
+    assert aa.input("patm").default == 760.0
+
+
 def test_ett_tidal_volumes_by_sex():
     m = R.get("ett_depth_tidal_volume")(height="70 in", sex="Male")
     f = R.get("ett_depth_tidal_volume")(height="70 in", sex="Female")

@@ -154,20 +154,35 @@ ABG = Calculator(
         "(with chronicity for respiratory ones) and, after 'with:', compensation and additional disorders.",
         notes=(
             "Wording follows the MDCalc ABG Analyzer (J. Chen), which picks the primary process from pH and PaCO₂ "
-            "around 7.40/40, so a pH within 7.35-7.45 still has a primary process. Its exact gap threshold is not "
-            "published; this registry uses the albumin-corrected gap with the upper normal limit 14 (12 ± 2), which "
-            "agrees with both MedMCP-Calc dev examples (corrected AG 20 → gap; 14.0 → non-gap). The ± 2 band for "
+            "around 7.40/40, so a pH within 7.35-7.45 still has a primary process. Anion-gap threshold (re-checked): "
+            "the gap is called elevated when the albumin-corrected gap exceeds 14 mEq/L, the upper limit of the "
+            "classic normal range 12 ± 2 (Emmett M, Narins RG. Clinical use of the anion gap. Medicine. "
+            "1977;56(1):38-54), and the delta ratio measures the excess over 12. MDCalc does not publish its cut-off; "
+            "this one agrees with the MedMCP-Calc dev answers (a corrected gap of exactly 14 is reported as non-gap). "
+            "Laboratories measuring electrolytes with ion-selective electrodes report lower normal gaps (about 3-11; "
+            "Winter SD et al. Arch Intern Med. 1990;150:311-313; Kraut JA, Madias NE. Clin J Am Soc Nephrol. "
+            "2007;2:162-174), so a corrected gap of 12-14 may already be raised there: judge it against the local "
+            "range. The albumin correction is 2.5 mEq/L per g/dL below 4.0 (Figge 1998). The ± 2 band for "
             "respiratory compensation is the conventional one; an HCO₃⁻ on the wrong side of 24 is always a secondary "
-            "metabolic process (MedMCP-Calc dev example pH 7.44 / PaCO₂ 37 / HCO₃⁻ 25 → acute respiratory alkalosis "
-            "with secondary metabolic alkalosis). With pH exactly 7.40 and both PaCO₂ and HCO₃⁻ abnormal in opposite "
-            "directions the result is a mixed disorder."
+            "metabolic process (e.g. a mild acute respiratory alkalosis with HCO₃⁻ above 24 gets 'Secondary "
+            "Metabolic Alkalosis'). With pH exactly 7.40 and both PaCO₂ and HCO₃⁻ abnormal in opposite directions the "
+            "result is a mixed disorder."
         ),
     ),
     examples=(
-        Example({"ph": 7.31, "paco2": 30, "bicarbonate": 15, "sodium": 128, "chloride": 98, "albumin": 2.0},
+        Example({"ph": 7.23, "paco2": 22, "bicarbonate": 9, "sodium": 136, "chloride": 99, "albumin": 4.0},
                 "This is an Anion Gap Metabolic Acidosis.\nPrimary Metabolic Acidosis, with: Appropriately Compensated "
-                "by Respiratory Alkalosis and Additional Non-Gap Metabolic Acidosis",
-                "Hand-worked stepwise (Winters 28.5-32.5; corrected AG 20; delta ratio 0.89)"),
+                "by Respiratory Alkalosis",
+                "Hand-computed per the stepwise approach (Adrogué & Madias 1998) on fresh values (pH from "
+                "Henderson-Hasselbalch, 6.1 + log(9 / (0.03 × 22)) = 7.23): AG 136 − 99 − 9 = 28 (albumin normal); "
+                "Winters' formula (Albert 1967) expected PaCO₂ 1.5 × 9 + 8 ± 2 = 19.5-23.5, PaCO₂ 22 inside; "
+                "delta ratio (28 − 12)/(24 − 9) = 1.07, between 1 and 2 (Rastegar 2007): pure gap acidosis"),
+        Example({"ph": 7.35, "paco2": 26, "bicarbonate": 14, "sodium": 138, "chloride": 110, "albumin": 2.4},
+                "This is an Anion Gap Metabolic Acidosis.\nPrimary Metabolic Acidosis, with: Secondary Respiratory "
+                "Alkalosis and Additional Non-Gap Metabolic Acidosis",
+                "Hand-computed per the stepwise approach on fresh values (pH from Henderson-Hasselbalch 7.35): AG "
+                "138 − 110 − 14 = 14, albumin-corrected (Figge 1998) 14 + 2.5 × (4.0 − 2.4) = 18 > 14; Winters "
+                "1.5 × 14 + 8 ± 2 = 27-31, PaCO₂ 26 below it; delta ratio (18 − 12)/(24 − 14) = 0.6 < 1"),
         Example({"ph": 7.25, "paco2": 60, "bicarbonate": 26, "chronicity": "acute"},
                 "Primary Respiratory Acidosis, Acute, with: Appropriately Compensated by Metabolic Alkalosis",
                 "Adrogué & Madias 1998 rule: acute respiratory acidosis, expected HCO₃⁻ 24 + 0.1 × 20 = 26"),
@@ -212,7 +227,9 @@ BICARB_DEFICIT = Calculator(
         "underestimates the deficit then. Desired HCO₃⁻ defaults to 24 mEq/L. A negative value means no deficit.",
     ),
     examples=(
-        Example({"weight": "180 lb", "bicarbonate": 10}, 457.2, "Hand-computed: 0.4 × 81.65 kg × (24 − 10)", 0.05),
+        Example({"weight": "165 lb", "bicarbonate": 8}, 479.0,
+                "Hand-computed per the bicarbonate-space formula (0.4 L/kg; Fernandez 1989) with the default target "
+                "24: 165 lb = 74.84 kg; 0.4 × 74.84 × (24 − 8) = 479.0", 0.05),
         Example({"weight": 70, "bicarbonate": 12, "target_bicarbonate": 20}, 224.0, "Hand-computed: 0.4 × 70 × 8", 0.05),
     ),
 )
@@ -253,7 +270,9 @@ URINE_AG = Calculator(
         "with urine Na < 20 mEq/L, or in proximal RTA.",
     ),
     examples=(
-        Example({"urine_sodium": 40, "urine_potassium": 20, "urine_chloride": 25}, 35.0, "Hand-computed: 40 + 20 − 25", 0.05),
+        Example({"urine_sodium": 52, "urine_potassium": 38, "urine_chloride": 61}, 29.0,
+                "Hand-computed per Goldstein 1986 (UAG = Na + K − Cl): 52 + 38 − 61 = +29, the positive "
+                "(distal RTA) pattern", 0.05),
         Example({"urine_sodium": 30, "urine_potassium": 25, "urine_chloride": 95}, -40.0,
                 "Hand-computed: 30 + 25 − 95 (GI-loss pattern in Batlle 1988)", 0.05),
     ),

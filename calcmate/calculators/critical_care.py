@@ -72,7 +72,9 @@ CPP = Calculator(
         notes="Zero the arterial transducer at the tragus (foramen of Monro) when computing CPP.",
     ),
     examples=(
-        Example({"map": 70, "icp": 25}, 45.0, "Hand-computed: 70 − 25", 0.5),
+        Example({"map": 62, "icp": 28}, 34.0,
+                "Hand-computed per CPP = MAP − ICP (Brain Trauma Foundation 2017): 62 − 28 = 34, below the 60 target",
+                0.5),
         Example({"map": 85, "icp": 15}, 70.0, "Hand-computed: 85 − 15", 0.5),
     ),
 )
@@ -355,9 +357,10 @@ GCS_P = Calculator(
     examples=(
         Example({"gcs": 3, "pupils": "Both pupils unreactive to light"}, 1, "Brennan 2018: GCS 3 with both pupils "
                 "unreactive gives the minimum GCS-P of 1"),
-        Example({"eye": "Eye opening to pain (+2)", "verbal": "Incomprehensible sounds (+2)",
-                 "motor": "Withdrawal from pain (+4)", "pupils": "One pupil unreactive to light (-1)"}, 7,
-                "Brennan 2018 formula: E2 V2 M4 = 8, minus 1"),
+        Example({"eye": "Eye opening to verbal command", "verbal": "Inappropriate words",
+                 "motor": "Localizes pain", "pupils": "One pupil unreactive to light"}, 10,
+                "Hand-computed per Brennan 2018 (GCS-P = GCS − pupil reactivity score): E3 V3 M5 = 11, one "
+                "unreactive pupil scores 1, 11 − 1 = 10"),
     ),
 )
 

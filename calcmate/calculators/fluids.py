@@ -99,9 +99,10 @@ SODIUM_RATE = Calculator(
         "hyponatraemia to ≤ 8-10 mEq/L in 24 h (osmotic demyelination).",
     ),
     examples=(
-        Example({"sex": "male", "age_group": "adult", "weight": "180 lb", "sodium": 154, "infusate": "D5W",
-                 "correction_rate": 0.3}, 97,
-                "Hand-computed with Adrogué-Madias: (0 − 154)/(0.6×81.6 + 1) = −3.08 per L; 0.3/3.08 L/h"),
+        Example({"sex": "female", "age_group": "adult", "weight": 64, "sodium": 160, "infusate": "0.45% saline",
+                 "correction_rate": 0.4}, 159,
+                "Hand-computed per the Adrogué-Madias formula (NEJM 2000) on fresh values: TBW 0.5 × 64 = 32 L; "
+                "(77 − 160)/(32 + 1) = −2.52 mEq/L per litre; 0.4 / 2.52 × 1000 = 159 mL/h"),
         Example({"sex": "female", "age_group": "elderly", "weight": 60, "sodium": 110, "infusate": "3% saline",
                  "correction_rate": 0.5}, 35,
                 "Hand-computed with Adrogué-Madias: (513 − 110)/(0.45×60 + 1) = 14.39 per L; 0.5/14.39 L/h"),
@@ -138,8 +139,8 @@ GIR = Calculator(
     examples=(
         Example({"dextrose_concentration": 10, "infusion_rate": 12, "weight": 3.0}, 6.7,
                 "Hand-computed: 10 × 12 / (6 × 3.0) = 6.67", 0.05),
-        Example({"dextrose_concentration": 5, "infusion_rate": 146, "weight": "180 lb"}, 1.5,
-                "Hand-computed: 5 × 146 / (6 × 81.65) = 1.49", 0.05),
+        Example({"dextrose_concentration": 12.5, "infusion_rate": 8.4, "weight": 2.1}, 8.3,
+                "Hand-computed per the GIR formula (% × mL/h / (6 × kg)): 12.5 × 8.4 / (6 × 2.1) = 8.33", 0.05),
     ),
 )
 
@@ -168,7 +169,8 @@ IV_DRIP = Calculator(
         notes="Rounded to whole drops per minute, as counted at the bedside.",
     ),
     examples=(
-        Example({"volume": 1000, "drop_factor": 20, "time": 411}, 49, "Hand-computed: 1000 × 20 / 411 = 48.7"),
+        Example({"volume": 750, "drop_factor": 10, "time": 300}, 25,
+                "Hand-computed per the drip-rate formula (volume × drop factor / minutes): 750 × 10 / 300 = 25"),
         Example({"volume": 500, "drop_factor": 15, "time": "4 h"}, 31, "Hand-computed: 500 × 15 / 240 = 31.25"),
     ),
 )
@@ -215,8 +217,9 @@ URINE_OUTPUT = Calculator(
         notes="The fluid balance counts urine only; add other measured losses to the output for a full balance.",
     ),
     examples=(
-        Example({"weight": "180 lb", "urine_output": 3500, "hours": 24, "fluid_intake": 4500}, 1.8,
-                "Hand-computed: 3500 / 81.65 / 24 = 1.79", 0.05),
+        Example({"weight": 95, "urine_output": 2600, "hours": 24, "fluid_intake": 3100}, 1.1,
+                "Hand-computed per the weight-indexed urine output (KDIGO 2012): 2600 / 95 / 24 = 1.14 mL/kg/h "
+                "(balance +500 mL)", 0.05),
         Example({"weight": 80, "urine_output": 300, "hours": 12}, 0.3, "Hand-computed: 300 / 80 / 12 = 0.31", 0.05),
     ),
 )

@@ -148,8 +148,16 @@ KEGFR = Calculator(
         "hours and MaxΔPCr/day the daily creatinine rise expected with no GFR.",
         citation="Chen S. Retooling the creatinine clearance equation to estimate kinetic GFR when the plasma creatinine "
         "is changing acutely. J Am Soc Nephrol. 2013;24(6):877-888.",
-        notes="Maximum daily rise defaults to 1.5 mg/dL/day (documented default; adjust for muscle mass). Negative "
-        "results (rise faster than the assumed maximum) are reported as 0. Creatinine in µmol/L is converted.",
+        notes="MaxΔPCr/day (re-checked): Chen 2013 defines it as the rise in plasma creatinine per day that would "
+        "occur if the GFR fell to zero, and treats it as patient-specific (it is creatinine production over its volume "
+        "of distribution, so it grows with muscle mass and falls in wasting or critical illness). The default 1.5 "
+        "mg/dL/day is the conventional adult value used with the equation (the classic teaching that creatinine rises "
+        "about 1-1.5 mg/dL a day after total loss of filtration; open implementations citing Chen use 1.5 and quote a "
+        "range of about 1.3-2.0); give the patient's own value when known, e.g. the observed daily rise while anuric "
+        "and not dialysed. The result is proportional to 1 − 24 × ΔPCr/(Δt × MaxΔPCr/day), so a smaller value lowers "
+        "the estimate when creatinine is rising and raises it when falling. Negative results (a rise faster than the "
+        "assumed maximum) are reported as 0; a falling creatinine gives a factor above 1, which is kept (recovery). "
+        "Creatinine in µmol/L is converted.",
     ),
     examples=(
         Example({"baseline_creatinine": 1.0, "baseline_egfr": 100, "creatinine_1": 1.0, "creatinine_2": 2.0, "hours": 24},

@@ -88,7 +88,9 @@ SF_RATIO = Calculator(
         notes="FiO₂ may be given as a percentage or a fraction; SpO₂ > 97% overestimates oxygenation.",
     ),
     examples=(
-        Example({"spo2": 95, "fio2": 30}, 316.7, "Hand-computed from Rice 2007 formula: 95 / 0.30", 0.05),
+        Example({"spo2": 92, "fio2": 45}, 204.4,
+                "Hand-computed per Rice 2007 (S/F = SpO₂ % / FiO₂ fraction): 92 / 0.45 = 204.4, below the 235 cut-off "
+                "(≈ P/F 167 by Rice's S/F = 64 + 0.84 × P/F)", 0.05),
         Example({"spo2": 88, "fio2": 0.5}, 176.0, "Hand-computed from Rice 2007 formula: 88 / 0.50", 0.05),
     ),
 )
@@ -124,7 +126,9 @@ PF_RATIO = Calculator(
         "Mortality figures are the Berlin validation cohort's.",
     ),
     examples=(
-        Example({"pao2": 92, "fio2": 35}, 262.9, "Hand-computed: 92 / 0.35 (Horovitz 1974 definition)", 0.05),
+        Example({"pao2": 78, "fio2": 45}, 173.3,
+                "Hand-computed per the Horovitz 1974 definition (PaO₂ / FiO₂ fraction): 78 / 0.45 = 173.3, the "
+                "Berlin 2012 moderate range", 0.05),
         Example({"pao2": 60, "fio2": 1.0}, 60.0, "Hand-computed: 60 / 1.0", 0.05),
     ),
 )
@@ -228,12 +232,19 @@ AA_GRADIENT = Calculator(
         "the normal range widens with higher FiO₂.",
         citation="West JB. Respiratory Physiology: The Essentials (alveolar gas equation, R = 0.8); Mellemgaard K. The "
         "alveolar-arterial oxygen difference: its size and components in normal man. Acta Physiol Scand. 1966;67(1):10-20.",
-        notes="Respiratory quotient fixed at 0.8 and water vapour pressure at 47 mmHg (37 °C). The age-expected value "
-        "(age/4 + 4) applies to room air.",
+        notes="Defaults re-checked against the alveolar gas equation as West gives it: atmospheric pressure 760 mmHg "
+        "is sea level (the default; give the local barometric pressure at altitude, e.g. about 630 mmHg at 1,600 m); "
+        "water vapour pressure 47 mmHg at 37 °C; respiratory quotient R = 0.8, the conventional resting value on a "
+        "mixed diet (it ranges about 0.7 on fat to 1.0 on carbohydrate). This is the simplified equation; West's full "
+        "form adds FiO₂ × PaCO₂ × (1 − R)/R, about 2 mmHg on room air at PaCO₂ 40 and 0 at FiO₂ 1.0, which the "
+        "bedside convention omits (the MedMCP-Calc dev answer is reproduced only without it). The age-expected value (age/4 + 4) is a bedside rule for room air; "
+        "Mellemgaard 1966 measured about 2.5 + 0.21 × age in healthy seated subjects.",
     ),
     examples=(
-        Example({"patm": 760, "pao2": 92, "fio2": 35, "paco2": 37, "age": 58}, 111.3,
-                "Hand-computed with the alveolar gas equation: 0.35×713 − 37/0.8 − 92", 0.05),
+        Example({"patm": 630, "pao2": 68, "fio2": 21, "paco2": 34, "age": 40}, 11.9,
+                "Hand-computed per the alveolar gas equation (West; PH₂O 47, R 0.8) at altitude (Patm 630 mmHg, about "
+                "1,600 m): PAO₂ = 0.21 × (630 − 47) − 34/0.8 = 79.9; A-a = 79.9 − 68 = 11.9, within the "
+                "age-expected 40/4 + 4 = 14", 0.05),
         Example({"pao2": 90, "fio2": 21, "paco2": 40}, 9.7,
                 "Hand-computed with the alveolar gas equation on room air: 0.21×713 − 50 − 90", 0.05),
     ),
@@ -323,7 +334,9 @@ CSTAT = Calculator(
         notes="Use the total PEEP (set + intrinsic) if auto-PEEP is present. Normal 50-100 mL/cm H₂O.",
     ),
     examples=(
-        Example({"tidal_volume": 460, "pplat": 22, "peep": 8}, 32.9, "Hand-computed: 460/(22−8)", 0.05),
+        Example({"tidal_volume": 390, "pplat": 27, "peep": 10}, 22.9,
+                "Hand-computed per the static-compliance definition (Suter 1975): 390 / (27 − 10) = 22.9 mL/cm H₂O",
+                0.05),
         Example({"tidal_volume": 500, "pplat": 15, "peep": 5}, 50.0, "Hand-computed: 500/(15−5)", 0.05),
     ),
 )
@@ -391,7 +404,7 @@ RI_RATIO = Calculator(
         "Am J Respir Crit Care Med. 2020;201(2):178-187.",
         notes="A negative recruited volume has no physical meaning (it arises when the release volume is smaller than "
         "predicted, e.g. inconsistent measurements); the ratio is then reported as 0 (no recruitment) and the raw value "
-        "is kept in details. MedMCP-Calc's dev example (release volume 220 mL < VT 455 mL) gives 0, consistent with this.",
+        "is kept in details. MedMCP-Calc's dev answer for a release volume smaller than the high-PEEP tidal volume is 0, consistent with this.",
     ),
     examples=(
         Example({"aop": 0, "peep_high": 15, "vt_set": 400, "vt_high": 400, "peep_low": 5, "vt_release": 900,
@@ -438,7 +451,9 @@ ROX = Calculator(
         "uses the 12 h value.",
     ),
     examples=(
-        Example({"spo2": 95, "fio2": 40, "resp_rate": 20}, 11.88, "Hand-computed from Roca 2019: (95/0.40)/20", 0.005),
+        Example({"spo2": 91, "fio2": 0.7, "resp_rate": 30}, 4.33,
+                "Hand-computed per Roca 2019 (ROX = (SpO₂/FiO₂)/RR): (91 / 0.70) / 30 = 4.33, the indeterminate "
+                "3.85-4.88 zone", 0.005),
         Example({"spo2": 90, "fio2": 0.6, "resp_rate": 35}, 4.29, "Hand-computed from Roca 2019: (90/0.60)/35", 0.005),
     ),
 )
@@ -471,7 +486,8 @@ RSBI = Calculator(
         "in mL (litres are converted).",
     ),
     examples=(
-        Example({"resp_rate": 20, "tidal_volume": "380 mL"}, 53, "Hand-computed: 20 / 0.380 = 52.6"),
+        Example({"resp_rate": 26, "tidal_volume": "310 mL"}, 84,
+                "Hand-computed per Yang & Tobin 1991 (f/VT in breaths/min/L): 26 / 0.310 = 83.9, below 105"),
         Example({"resp_rate": 35, "tidal_volume": "0.25 L"}, 140, "Hand-computed: 35 / 0.25"),
     ),
 )
@@ -516,8 +532,9 @@ PULM_RESISTANCE = Calculator(
         notes="Interpretation thresholds apply to Wood units.",
     ),
     examples=(
-        Example({"mpap": 18, "pcwp": 12, "cardiac_output": 6.0, "units": "Wood units"}, 1.0,
-                "Hand-computed: (18−12)/6", 0.005),
+        Example({"mpap": 32, "pcwp": 11, "cardiac_output": 4.2, "units": "Wood units"}, 5.0,
+                "Hand-computed per the 2022 ESC/ERS definition PVR = (mPAP − PAWP)/CO: (32 − 11)/4.2 = 5.0 WU, "
+                "pre-capillary (> 2 WU)", 0.005),
         Example({"mpap": 40, "pcwp": 10, "cardiac_output": 5.0, "units": "dynes"}, 480.0,
                 "Hand-computed: (40−10)/5 = 6 WU × 80", 0.005),
     ),

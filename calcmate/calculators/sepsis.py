@@ -173,7 +173,9 @@ SIC = Calculator(
         notes="The SOFA item is the four-organ SOFA sum, not the full six-organ score, and contributes at most 2 points.",
     ),
     examples=(
-        Example({"inr": 2.3, "platelets": 24, "sofa4": 11}, 6, "Iba 2017 scoring table: 2 + 2 + 2"),
+        Example({"inr": 1.5, "platelets": 95, "sofa4": 1}, 5,
+                "Hand-computed per the Iba 2017 scoring table: platelets 95 (< 100) 2 + INR 1.5 (> 1.4) 2 + "
+                "four-item SOFA 1 → 1 = 5, with coagulation points 4 > 2: SIC"),
         Example({"inr": 1.3, "platelets": 120, "sofa4": 1}, 3, "Iba 2017 scoring table: 1 + 1 + 1"),
     ),
 )
