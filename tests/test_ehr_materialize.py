@@ -269,3 +269,20 @@ def test_empty_values_are_reported_unplaced(pg_server):
         assert len(rep.placed) == 1
     finally:
         pg_server.drop_database(db.name)
+
+
+def test_fluids_given_are_not_labs_and_crp_is_not_total_protein(pg_server):
+    task = Task(task_id="t_fluids", patient_id="PF1", fuzzy_question="?", calculator_answers=[
+        CalcAnswer(order=1, name="X", inputs=[CalcInput(field="Ringer’s lactate", value="1500 mL"),
+                                              CalcInput(field="5%, 20%, 25% albumin", value="0 mL"),
+                                              CalcInput(field="Serum albumin", value="3.1 g/dL"),
+                                              CalcInput(field="C-reactive protein, IU/L", value="38 mg/L")])])
+    db = pg_server.create_database()
+    try:
+        rep = materialize(task, db, seed=0)
+        where = {p.field: (p.table, p.source) for p in rep.placed}
+        assert where["Ringer’s lactate"][0] == where["5%, 20%, 25% albumin"][0] == "order_inpatient"
+        assert where["Serum albumin"] == ("laboratory_result", "lab:Albumin")
+        assert where["C-reactive protein, IU/L"] == ("laboratory_result", "lab:C-reactive protein")
+    finally:
+        pg_server.drop_database(db.name)

@@ -255,7 +255,8 @@ def _classify(field_n: str, value: Any) -> tuple[str, Any]:
             if not lx.INTAKE_OUTPUT.search(field_n) or re.search(r"\burine (sodium|potassium|chloride|osm|creatinine)", field_n):
                 for item in lx.LABS:
                     if re.search(item.pattern, field_n):
-                        return "lab", item
+                        # a fluid given ("Ringer's lactate: 1500 mL", "25% albumin: 0 mL") is intake, not a lab
+                        return ("order", None) if num[1] and re.fullmatch(r"(m?l|cc)", num[1], re.I) else ("lab", item)
         if lx.MEDICATION.search(field_n) and num[1] and re.match(r"^(mg|g|mcg|ug|µg|units?|iu|mEq)$", num[1], re.I):
             return "dose", None
     if lx.MEDICATION.search(field_n) and not lx.ORDER_PARAM.search(field_n):
@@ -740,7 +741,8 @@ _STOP = frozenset("""item items patient patients score scores level grade total 
  were which side left right each other present absent history value values type time sign signs none than more less
  within seconds second minutes category current date using used days hours degree count after before into over under
  when does their there only also some most much very able unable point points mild moderate severe normal abnormal
- number rate ratio status test result results finding findings assessment clinical yes""".split())
+ number rate ratio status test result results finding findings assessment clinical yes description descriptor
+ severity risk class response requirements persistently available mmhg unit units""".split())
 
 
 def _plan_retrievals(b: _Builder) -> None:
@@ -840,7 +842,7 @@ def _keyword(fields: list[str], text: str, others: list[str]) -> str | None:
     then the longest, then the first."""
     low = text.lower()
     for min_len in (4, 3):
-        cands = list(dict.fromkeys(w.lower() for f in fields for w in re.findall(r"[A-Za-z]+", f)
+        cands = list(dict.fromkeys(w.lower() for f in fields for w in re.findall(r"[A-Za-z][A-Za-z0-9]*", f)
                                    if len(w) >= min_len and w.lower() not in _STOP and w.lower() in low))
         if cands:
             return min(cands, key=lambda w: (sum(w in o.lower() for o in others), -len(w)))
