@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import re
 import string
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -285,4 +288,48 @@ def test_fluids_given_are_not_labs_and_crp_is_not_total_protein(pg_server):
         assert where["Serum albumin"] == ("laboratory_result", "lab:Albumin")
         assert where["C-reactive protein, IU/L"] == ("laboratory_result", "lab:C-reactive protein")
     finally:
+        pg_server.drop_database(db.name)
+
+
+class _ProseHandler(BaseHTTPRequestHandler):
+    """An OpenAI-compatible chat endpoint that rewrites "field: value" lines as prose keeping only
+    the values, so no field word is left for a keyword query to find."""
+
+    def log_message(self, *a):
+        pass
+
+    def do_POST(self):  # noqa: N802
+        req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        lines = req["messages"][-1]["content"].split("\n\n", 1)[1].splitlines()
+        prose = "Documented today: " + "; ".join(line.split(": ", 1)[1] for line in lines) + "."
+        body = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": req["model"],
+                           "choices": [{"index": 0, "finish_reason": "stop",
+                                        "message": {"role": "assistant", "content": prose}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_llm_prose_keeps_every_input_findable(pg_server, dev_tasks):
+    from calcmate.ehr.materialize import LLMConfig
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _ProseHandler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    db = pg_server.create_database()
+    try:
+        llm = LLMConfig(base_url=f"http://127.0.0.1:{httpd.server_port}/v1", model="prose")
+        task = next(t for t in dev_tasks if t.task_id.startswith("medmcp-calc_009"))  # exam questionnaires only
+        with db.connect() as conn:
+            rep = materialize(task, conn, seed=0, llm=llm)
+            text = " ".join(r[0] for r in conn.execute("SELECT exam_findings FROM examination_report WHERE patient_id = %s",
+                                                       (rep.patient_id,)))
+            assert text.count("Documented today") >= 3 and "Bradykinesia" not in text  # the prose was kept
+            assert not rep.unplaced
+            for p in rep.placed:
+                _, found = _rows_text(conn, p.query)
+                assert p.stored in found, (p.field, p.query)
+    finally:
+        httpd.shutdown()
         pg_server.drop_database(db.name)
