@@ -126,3 +126,19 @@ def test_estimator_reproduces_published_anchor_and_field_notes():
     # HF ALST blog: Qwen3-4B, SP=4 on 4xH100 at 64k: 13.4k tok/s total at ~28% MFU
     blog = estimate(q4, world_size=4, sp_size=4, seq_len=65_536, assumed_mfu=0.28)
     assert abs(blog.tokens_per_s_per_gpu * 4 - 13_400) / 13_400 < 0.1
+
+
+def test_jsonl_with_json_string_columns_and_a_parquet_twin(tok, template, tmp_path):
+    """The synthesizer writes dataset/train.jsonl (tools as a JSON string) and train.parquet side by side."""
+    import datasets
+
+    row = ROWS[1]
+    d = tmp_path / "dataset"
+    d.mkdir()
+    (d / "train.jsonl").write_text(json.dumps({**row, "tools": json.dumps(row["tools"]), "num_tokens": 1}) + "\n")
+    datasets.Dataset.from_list([row]).to_parquet(d / "train.parquet")
+    ds = load_rows(d)
+    assert len(ds) == 1 and ds[0]["row_id"] == row["id"]
+    got = encode_row(tok, template, ds[0]["messages"], ds[0]["tools"], max_length=None, overlong="drop")
+    ref = encode_row(tok, template, row["messages"], row["tools"], max_length=None, overlong="drop")
+    assert got["input_ids"] == ref["input_ids"] and "run_read_only_sql" in tok.decode(got["input_ids"])

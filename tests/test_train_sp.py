@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "sft" / "trajectories.jsonl"
-COMMON = ["max_length=1024", "pad_to_length=1024", "save_steps=2", f"dataset_path={FIXTURE}"]
+COMMON = ["max_length=1024", "pad_to_length=auto", "save_steps=2", f"dataset_path={FIXTURE}"]
 
 
 @pytest.fixture(scope="module")

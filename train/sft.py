@@ -116,6 +116,10 @@ def train(cfg: SFTRunConfig, *, resume: bool, stop_at_step: int | None) -> int:
     if stats.kept == 0:
         print(f"error: dataset_path: no trainable rows left ({stats.summary()})", file=sys.stderr)
         return 2
+    from calcmate.training.cpu_shims import equal_length_padding
+
+    sft_args.pad_to_multiple_of = equal_length_padding(  # CPU-only: one padded length on every rank
+        cfg.use_cpu, cfg.pad_to_length, cfg.effective_pad_multiple(), longest=stats.length_max)
     data_fp = fingerprint(cfg.dataset_path)
     meta = dict(config=cfg.model_dump(), dataset=data_fp, data_stats=stats.to_dict(),
                 extra={"probe_trained_fraction": probe_fraction, "world_size": state.num_processes})

@@ -52,8 +52,9 @@ class SFTRunConfig(BaseModel):
     packing: bool = False
     padding_free: bool = False
     pad_to_multiple_of: int | None = Field(None, ge=1, description="default: sp_size (Ulysses shards evenly)")
-    pad_to_length: int | None = Field(
-        None, ge=1, description="CPU/gloo shim: pad every batch to this fixed length (gloo all_gather needs equal sizes)")
+    pad_to_length: int | Literal["auto"] | None = Field(
+        None, description="CPU/gloo shim: pad every batch to one length (gloo all_gather needs equal sizes); "
+                          "'auto': the longest kept sample, rounded up to a multiple of 64 * sp_size")
     dataset_num_proc: int | None = Field(None, ge=1)
 
     # model + parallelism
@@ -138,7 +139,9 @@ class SFTRunConfig(BaseModel):
             raise ValueError("attn_implementation: 'eager' is rejected by Ulysses SP; use flash_attention_2 or sdpa")
         if self.pad_to_multiple_of is not None and self.pad_to_multiple_of % sp:
             raise ValueError(f"pad_to_multiple_of: {self.pad_to_multiple_of} must be a multiple of sp_size={sp}")
-        if self.pad_to_length is not None:
+        if isinstance(self.pad_to_length, int):
+            if self.pad_to_length < 1:
+                raise ValueError("pad_to_length: must be positive")
             if self.pad_to_length % sp:
                 raise ValueError(f"pad_to_length: {self.pad_to_length} must be a multiple of sp_size={sp}")
             if self.pad_to_length < self.max_length:

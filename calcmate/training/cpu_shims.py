@@ -35,12 +35,19 @@ def fix_partial_state_for_gloo(use_cpu: bool) -> None:
     )
 
 
-def equal_length_padding(use_cpu: bool, pad_to_length: int | None, pad_to_multiple_of: int) -> int:
+def equal_length_padding(use_cpu: bool, pad_to_length: int | str | None, pad_to_multiple_of: int,
+                         longest: int | None = None) -> int:
     """CPU-ONLY shim 2: gloo ``all_gather`` needs equal tensor sizes across ranks.
 
     Returns the collator's ``pad_to_multiple_of``: on CPU with ``pad_to_length`` set, every batch is padded to that
-    one length (all samples are at most ``max_length <= pad_to_length``); otherwise the normal multiple (sp_size).
+    one length (all samples are at most ``max_length <= pad_to_length``); ``"auto"`` uses the longest kept sample
+    (``longest``, the same on every rank) rounded up to a multiple of 64 x sp. Otherwise the normal multiple (sp).
     """
-    if on_cpu(use_cpu) and pad_to_length:
-        return pad_to_length
-    return pad_to_multiple_of
+    if not on_cpu(use_cpu) or not pad_to_length:
+        return pad_to_multiple_of
+    if pad_to_length == "auto":
+        if longest is None:  # not known yet (before data prep): set again once it is
+            return pad_to_multiple_of
+        step = 64 * pad_to_multiple_of
+        return -(-longest // step) * step
+    return int(pad_to_length)

@@ -9,6 +9,7 @@ does for the real Qwen3-4B-Instruct-2507, so tests exercise the production maski
 from __future__ import annotations
 
 import random
+import sysconfig
 from pathlib import Path
 from typing import Literal
 
@@ -54,7 +55,23 @@ def _corpus(n_lines: int = 4000, seed: int = 0) -> list[str]:
     return lines
 
 
-def build_tokenizer(vocab_size: int = 4096):
+# English prose and code from the Python standard library (fixed per Python version, always on disk), so the
+# tokenizer splits trajectories (prose, SQL, JSON, Python) about as coarsely as a real one would.
+_STDLIB_TEXT = ("json/decoder.py", "json/encoder.py", "sqlite3/__init__.py", "textwrap.py", "argparse.py",
+                "statistics.py", "csv.py", "datetime.py", "string.py", "logging/__init__.py", "pathlib.py",
+                "inspect.py", "typing.py", "fractions.py", "calendar.py", "difflib.py", "pprint.py", "shlex.py",
+                "configparser.py", "dataclasses.py", "enum.py", "random.py", "tempfile.py", "zipfile.py",
+                "subprocess.py", "functools.py", "unittest/case.py", "doctest.py", "pydoc.py", "smtplib.py",
+                "imaplib.py", "turtle.py", "decimal.py", "_pydecimal.py", "locale.py", "gettext.py", "optparse.py",
+                "cmd.py", "code.py", "mailbox.py")
+
+
+def _stdlib_text() -> list[str]:
+    lib = Path(sysconfig.get_paths()["stdlib"])
+    return [(lib / m).read_text(errors="ignore") for m in _STDLIB_TEXT if (lib / m).is_file()]
+
+
+def build_tokenizer(vocab_size: int = 8192):
     """Byte-level BPE with Qwen3's special tokens and the stock Qwen3-Instruct-2507 chat template."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -66,7 +83,7 @@ def build_tokenizer(vocab_size: int = 4096):
         vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
     )
-    tok.train_from_iterator(_corpus(), trainer=trainer)
+    tok.train_from_iterator(_corpus() + _stdlib_text(), trainer=trainer)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
         additional_special_tokens=SPECIAL_TOKENS[1:2] + SPECIAL_TOKENS[3:],
@@ -95,7 +112,7 @@ def build_model_config(kind: Literal["dense", "moe"], vocab_size: int, *, pad_to
     )
 
 
-def build_tiny(out: str | Path, kind: Literal["dense", "moe"] = "dense", *, seed: int = 0, vocab_size: int = 4096) -> Path:
+def build_tiny(out: str | Path, kind: Literal["dense", "moe"] = "dense", *, seed: int = 0, vocab_size: int = 8192) -> Path:
     """Write a loadable HF model dir (fp32 weights, tokenizer, chat template) to ``out``; return it."""
     import torch
     from transformers import AutoModelForCausalLM, GenerationConfig
