@@ -201,3 +201,41 @@ def test_invalid_inputs_raise_the_registry_error():
 
     with pytest.raises(CalculatorInputError, match="creatinine"):
         generate(registry().get("cockcroft_gault"), {"age": 60, "sex": "female", "weight": 60})
+
+
+def _answer(calc, inputs, final):
+    from calcmate.tasks import CalcAnswer, CalcInput
+
+    return CalcAnswer(order=1, name=calc.name, final_answer=final, calculator_id=calc.id,
+                      inputs=[CalcInput(field=calc.input(k).label, value=v) for k, v in inputs.items()])
+
+
+@pytest.mark.parametrize("cid", ["cockcroft_gault", "carboplatin_calvert", "gestational_age", "barthel_index"])
+def test_oracle_python_for_emits_the_generated_program(cid):
+    """The oracle / scripted teacher computes registry-computed answers: no ground truth in the code."""
+    from calcmate.agent.oracle import python_for
+
+    calc = registry().get(cid)
+    inputs = next((x for c, x in EXTRA_INPUTS if c == cid), None) or dict(calc.examples[0].inputs)
+    value = json_value(calc(inputs).value)
+    code, computed = python_for(_answer(calc, inputs, value))
+    assert computed
+    assert code == generate(calc, inputs).code
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert _last_json(out.stdout) == value
+
+
+def test_oracle_python_for_falls_back_to_the_ground_truth():
+    from calcmate.agent.oracle import python_for
+    from calcmate.tasks import CalcAnswer, CalcInput
+
+    calc = registry().get("cockcroft_gault")
+    inputs = dict(calc.examples[0].inputs)
+    # a benchmark label the registry disagrees with: the eval oracle keeps the label
+    code, computed = python_for(_answer(calc, inputs, 12345.6))
+    assert not computed and "12345.6" in code and "def " not in code
+    # no such calculator in the registry
+    unknown = CalcAnswer(order=1, name="Zz Unknown Index", final_answer=7, inputs=[CalcInput(field="a", value=1)])
+    code, computed = python_for(unknown)
+    assert not computed and code.rstrip().endswith("print(json.dumps(value, ensure_ascii=False))")

@@ -7,7 +7,8 @@ calculators the registry has) and the synthesizer's scripted teacher (same code)
     for each ground-truth calculator, in order:
         search(name) -> fetch(best hit) -> run_sql for the inputs no earlier result showed
         (the materializer's grouped retrievals, each query once)
-        -> run_python (registry formula when it reproduces the answer, else the ground truth)
+        -> run_python (a program generated from the registry's source that computes the value
+           when the registry reproduces the answer, else the ground truth)
     final answer block (calcmate.agent.final_answer), values as run_python printed them
 
 ``Perturbation`` degrades it in ways whose score is predictable, to test the scorer:
@@ -19,6 +20,7 @@ stay), ``skip_sql`` (no SQL at all: EA falls to 0).
 from __future__ import annotations
 
 import json
+import logging
 import math
 import random
 import re
@@ -33,6 +35,8 @@ from calcmate.agent.protocols import Action, ToolCall
 from calcmate.agent.trajectory import FinalAnswerItem
 from calcmate.agent.final_answer import write_final_answer
 from calcmate.tasks import CalcAnswer
+
+log = logging.getLogger(__name__)
 
 _URL = re.compile(r"calcmate://calculators/[A-Za-z0-9_\-]+")
 
@@ -133,29 +137,35 @@ def registry_inputs(calc: Any, answer: CalcAnswer) -> dict[str, Any] | None:
 
 
 def python_for(answer: CalcAnswer) -> tuple[str, bool]:
-    """The run_python code for one calculator, and whether it calls the registry formula.
+    """The run_python code for one calculator, and whether it computes the registry formula.
 
-    The registry path is used only when, run here, it reproduces the ground truth (so a label the
-    registry disagrees with does not cost the oracle QP)."""
+    Whenever the registry has the calculator, its inputs map, and its value agrees with the ground
+    truth, the code is a self-contained program generated from the registry's own source
+    (``calcmate.calculators.codegen``): it computes the result from the retrieved inputs, which is
+    what the synthesizer's trajectories teach. Synthesized tasks are registry-computed, so they
+    always get it. Otherwise (no such calculator, unmapped inputs, or a benchmark label the registry
+    disagrees with, which must not cost the eval oracle QP) the code lists the inputs and prints
+    the ground truth."""
+    from calcmate.calculators.codegen import CodegenError, generate
     from calcmate.calculators.registry import registry
     from calcmate.scoring.tolerance import values_match
 
-    truth = json.dumps(answer.final_answer, ensure_ascii=False)
-    calc = registry().find(answer.name)
+    reg = registry()
+    cid = getattr(answer, "calculator_id", None)
+    calc = (reg.find(cid) if cid else None) or reg.find(answer.name)
     inputs = registry_inputs(calc, answer) if calc is not None else None
-    listing = json.dumps({i.field: i.value for i in answer.inputs}, ensure_ascii=False, indent=1)
     if calc is not None and inputs is not None:
         try:
             ok = values_match(calc(inputs).value, answer.final_answer)
-        except Exception:
+        except Exception:  # inputs the registry rejects or cannot compute: the ground truth stands
             ok = False
         if ok:
-            code = (f"# {answer.name}: inputs retrieved from the EHR\nimport json\ninputs = {json.dumps(inputs, ensure_ascii=False)}\n"
-                    "try:\n    from calcmate.calculators import registry\n"
-                    f"    value = registry().get({calc.id!r})(inputs).value\n"
-                    f"except ImportError:  # sandbox without calcmate: the verified result\n    value = {truth}\n"
-                    "print(json.dumps(value, default=str))\n")
-            return code, True
+            try:
+                return generate(calc, inputs).code, True
+            except CodegenError as e:
+                log.warning("oracle: %s: no generated program (%s); printing the ground truth", answer.name, e)
+    truth = json.dumps(answer.final_answer, ensure_ascii=False)
+    listing = json.dumps({i.field: i.value for i in answer.inputs}, ensure_ascii=False, indent=1)
     code = f"# {answer.name}\nimport json\ninputs = {listing}\nvalue = {truth}\nprint(json.dumps(value, ensure_ascii=False))\n"
     return code, False
 

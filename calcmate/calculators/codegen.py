@@ -310,7 +310,9 @@ class _Gen:
             self.add_import(name, f"import {obj.__name__}" + (f" as {name}" if name != obj.__name__ else ""))
             return None
         if isinstance(obj, Calculator):
-            return self.calc_key(obj)
+            key = self.calc_key(obj)
+            self.deps[key].extra["global_ref"] = True  # code may read .compute off it
+            return key
         if obj is registry_mod.registry or obj in (registry_mod.get, registry_mod.lookup):
             raise self.fail(f"{mod.name} uses {name} other than as registry().get(<name>)")
         if isinstance(obj, functools._lru_cache_wrapper):
@@ -536,7 +538,9 @@ class _Gen:
             base = d.name
             if k == main_key and d.kind in ("function", "lambda"):
                 base = self.calc.id  # the program calls the calculator by its id
-            cands = [base, f"{base}_{d.mod.name.rsplit('.', 1)[-1]}" if d.mod else f"{base}_2"]
+                cands = [base, f"compute_{base}"]
+            else:
+                cands = [base, f"{base}_{d.mod.name.rsplit('.', 1)[-1]}" if d.mod else f"{base}_2"]
             cands += [f"{base}_{i}" for i in range(2, 100)]
             for c in cands:
                 if c.isidentifier() and c not in taken and c not in reserved:
@@ -651,10 +655,9 @@ def _wrapper_text(gen: _Gen, dep: _Dep) -> str:
         "        value = value[0]  # (value, details)",
         *_rounding(calc, "    "),
         "    return SimpleNamespace(value=value)",
-        "",
-        "",
-        f"{dep.emitted}.compute = {fn}",
     ]
+    if dep.extra.get("global_ref"):
+        lines += ["", "", f"{dep.emitted}.compute = {fn}"]
     return "\n".join(lines) + "\n"
 
 
