@@ -134,13 +134,6 @@ def _is_calcmate(obj: Any) -> bool:
     return str(getattr(obj, "__module__", "") or "").startswith("calcmate.")
 
 
-def _code_tree(co: types.CodeType):
-    yield co
-    for c in co.co_consts:
-        if isinstance(c, types.CodeType):
-            yield from _code_tree(c)
-
-
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
            ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
