@@ -180,6 +180,12 @@ def test_infant_age_is_stored_in_the_unit_the_task_gives(pg_server):
             assert [(r[3], r[4]) for r in rows] == [(86, "days")] and str(rows[0][1]) == "2025-09-20"
             rep = materialize(adult, conn, seed=0)
             assert conn.execute(rep.placed[0].query).fetchone()[3:5] == (67, "years")
+            toddler = Task(task_id="t_toddler", patient_id="PT1", fuzzy_question="?", calculator_answers=[
+                CalcAnswer(order=1, name="X", inputs=[CalcInput(field="Age", value="16.1 months")])])
+            rep = materialize(toddler, conn, seed=0)  # an integer age column can't hold 16.1: the note does
+            (p,) = rep.placed
+            assert p.table == "examination_report" and "16.1 months" in _rows_text(conn, p.query)[1]
+            assert conn.execute("SELECT patient_age, patient_age_unit FROM visit_inpatient WHERE patient_id = 'PT1'").fetchone() == (16, "months")
     finally:
         pg_server.drop_database(db.name)
 

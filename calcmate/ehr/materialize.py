@@ -337,7 +337,7 @@ def _age_constraint(value: Any, field_n: str = "") -> tuple[str, Any]:
         return "range", (int(m.group(1)), int(m.group(2)))
     num = _numeric(value)
     if num is not None and (num[1] is None or _age_unit("", num[1]) or re.match(r"^years old$", num[1].lower())):
-        return "exact", (int(num[0]), _age_unit(field_n, num[1]) or "years")
+        return "exact", (num[0], _age_unit(field_n, num[1]) or "years")
     for k, r in _AGE_CATS.items():
         if k in s:
             return "range", r
@@ -372,9 +372,9 @@ def _demographics(b: _Builder, groups) -> str:
     days = (b.now.date() - dob).days
     age_val, age_unit = (days // 365, "years") if days >= 365 * 2 else ((days // 30, "months") if days >= 60 else (days, "days"))
     if exact and age_unit == "years" and ex_unit == "years":
-        age_val = exact[0][0]
+        age_val = int(ex_val)
     elif exact and ex_unit != "years" and abs(days / _AGE_DAYS[ex_unit] - ex_val) < 1:
-        age_val, age_unit = ex_val, ex_unit  # an infant's age as the task gives it: "86 days"
+        age_val, age_unit = int(ex_val), ex_unit  # an infant's age as the task gives it: "86 days"
 
     sex = None
     for _, inp, _ in groups.get("sex", []):
@@ -407,6 +407,9 @@ def _demographics(b: _Builder, groups) -> str:
 
     for calc, inp, _ in age_items:
         kind, v = _age_constraint(inp.value, normalize_name(inp.field))
+        if kind == "exact" and v[0] != int(v[0]):  # "16.1 months": the visit's integer age can't hold it -> the note
+            b.leftover.append((calc, inp, ("exam", "Clinical assessment")))
+            continue
         match = "number" if kind == "exact" and v[0] == age_val else "derived"
         b.place(calc, inp, "visit_inpatient", "patient_age", str(age_val), match, "demographic", "demographic")
     for calc, inp, _ in groups.get("dob", []):
