@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import tempfile
@@ -76,7 +77,7 @@ def main() -> None:
         with open(path, "w") as f:
             for k in range(args.count):
                 target = rng.randint(args.min_tokens, args.max_tokens)
-                f.write(json.dumps(synth_row(rng, int(target * chars_per_token * 0.93), k)) + "\n")
+                f.write(json.dumps(synth_row(rng, int(target * chars_per_token * 1.08), k)) + "\n")
         rows = load_rows(path)
         print(f"{args.count} trajectories, {path.stat().st_size / 1e6:.0f} MB of JSONL; tokenizer: "
               f"{args.tokenizer or 'tiny BPE (local)'}")
@@ -86,7 +87,7 @@ def main() -> None:
             dt = time.perf_counter() - t0
             print(f"num_proc={num_proc or 1}: {st.tokens:,} tokens in {dt:.1f} s -> {st.tokens / dt:,.0f} tokens/s "
                   f"({args.count / dt:.2f} trajectories/s); lengths p50 {st.length_p50:,} max {st.length_max:,}; "
-                  f"trained fraction {st.trained_fraction:.3f}")
+                  f"trained fraction {st.trained_fraction:.3f}; load average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,13 @@ def build_sft_config(cfg: SFTRunConfig):
             sp_handler=DeepSpeedSequenceParallelConfig(
                 sp_seq_length_is_variable=True, sp_attn_implementation=cfg.attn_implementation),
         )
+    report_to = [] if cfg.report_to == "none" else [cfg.report_to]
+    if cfg.report_to == "wandb":
+        import importlib.util
+
+        if importlib.util.find_spec("wandb") is None:  # wandb is optional (pip install -e .[wandb])
+            log.warning("report_to: wandb is not installed; logging to metrics.jsonl only (pip install wandb)")
+            report_to = []
     model_init_kwargs: dict[str, Any] = {
         "dtype": torch.bfloat16 if cfg.bf16 else torch.float32,
         "attn_implementation": cfg.attn_implementation,
@@ -53,7 +60,7 @@ def build_sft_config(cfg: SFTRunConfig):
         deepspeed=cfg.deepspeed, parallelism_config=parallelism, model_init_kwargs=model_init_kwargs,
         save_strategy="steps", save_steps=cfg.save_steps, save_total_limit=cfg.save_total_limit,
         logging_steps=cfg.logging_steps, logging_first_step=True,
-        report_to=[] if cfg.report_to == "none" else [cfg.report_to],
+        report_to=report_to,
         use_cpu=cfg.use_cpu, ddp_backend="gloo" if cfg.use_cpu else None,
         dataloader_num_workers=0, remove_unused_columns=True, disable_tqdm=False,
     )
