@@ -126,7 +126,7 @@ def verify(task: Task, traj: Trajectory, rel_tol: float = 0.01, name_threshold: 
         for inp in a.inputs:
             fed = str(getattr(inp, "source", "") or "").startswith("calculator:")
             ev = any_ev if fed else sql_ev
-            if not ev.contains(inp.value):
+            if not ev.contains(inp.value, inp.field):
                 issues.append(Issue("input_not_retrieved", f"{a.name}: {inp.field} = {inp.value!r} is in no "
                                     f"{'tool' if fed else 'SQL'} result"))
     # branches
