@@ -703,19 +703,43 @@ def _loader_text(gen: _Gen, dep: _Dep) -> str:
     params = list(__import__("inspect").signature(fn).parameters)
     if not calls:
         return f"def {dep.emitted}(*args):\n    raise KeyError(args)  # not read by this calculation\n"
-    if any(len(k) != 1 for k in calls) or len(params) != 1:
-        raise gen.fail(f"the data loader {dep.name} takes other than one argument")
+    if any(len(k) != len(params) for k in calls):
+        raise gen.fail(f"the data loader {dep.name} is called without all of its arguments {params}")
     table = f"{dep.emitted.strip('_').upper()}_DATA"
     if table in gen.imports or any(d.emitted == table for d in gen.deps.values()):
         table += "_"
-    data = {k[0]: (v.used() if isinstance(v, _KeyLog) else v) for k, v in calls.items()}
+    one = len(params) == 1  # keyed by the argument itself, else by the tuple of arguments
+    data = {(k[0] if one else k): (v.used() if isinstance(v, _KeyLog) else v) for k, v in calls.items()}
     if not _literal_ok(data):
         raise gen.fail(f"the data of {dep.name} has no literal form")
-    lit = pprint.pformat(data, width=100, compact=True, sort_dicts=False)
+    lit = _data_literal(data)
     doc = (fn.__doc__ or "").strip().splitlines()
     note = f"# {dep.name}: {doc[0]}" if doc else f"# data read by {dep.name}"
+    args = ", ".join(params)
     return (f"{note} (only the entries used here)\n{table} = {lit}\n\n\n"
-            f"def {dep.emitted}({params[0]}):\n    return {table}[{params[0]}]\n")
+            f"def {dep.emitted}({args}):\n    return {table}[{args}]\n")
+
+
+def _data_literal(data: dict) -> str:
+    """A loader's data as a literal: one line if short, else one entry (and one row) per line."""
+    flat = repr(data)
+    if len(flat) <= 80:
+        return flat
+    lines = ["{"]
+    for k, x in data.items():
+        item = f"    {k!r}: {x!r},"
+        if len(item) <= 100:
+            lines.append(item)
+        elif isinstance(x, (tuple, list)) and x:
+            o, c = ("(", ")") if isinstance(x, tuple) else ("[", "]")
+            lines.append(f"    {k!r}: {o}")
+            lines += [textwrap.indent(pprint.pformat(e, width=92, compact=True, sort_dicts=False), " " * 8) + ","
+                      for e in x]
+            lines.append(f"    {c},")
+        else:
+            body = pprint.pformat(x, width=92, compact=True, sort_dicts=False)
+            lines.append(f"    {k!r}: " + textwrap.indent(body, " " * 8).lstrip() + ",")
+    return "\n".join(lines + ["}"])
 
 
 class _KeyLog(dict):

@@ -4,6 +4,8 @@ The CDC publishes, per sex and per half-month of age (or per half-centimetre of 
 Box-Cox parameters L (skew), M (median) and S (coefficient of variation). A measurement X becomes
 z = ((X/M)^L - 1)/(L*S) (z = ln(X/M)/S when L = 0) and the percentile is Phi(z). The tables are
 in ``data/`` (see its README for the CDC source); values between rows are interpolated linearly.
+Each calculator's reference (what the reference tool's fetch serves) carries its full LMS table,
+so a program computing the percentile uses only rows the agent has read.
 """
 
 from __future__ import annotations
@@ -36,20 +38,57 @@ def lms_table(name: str) -> dict[str, tuple[list[float], list[tuple[float, float
     return out
 
 
+@lru_cache(maxsize=4096)
+def lms_rows(name: str, sex: str, x: float) -> tuple[tuple[float, float, float, float], ...]:
+    """CDC LMS rows (x, L, M, S) for this x, as in the LMS table of the calculator's reference.
+
+    One row when x is tabulated or outside the table (the end row), else the two rows around x.
+    Cached: it stands for the table lookup (the generated run_python program embeds only these rows).
+    """
+    xs, params = lms_table(name)[sex]
+    if x <= xs[0]:
+        return ((xs[0], *params[0]),)
+    if x >= xs[-1]:
+        return ((xs[-1], *params[-1]),)
+    i = bisect.bisect_right(xs, x)
+    if xs[i - 1] == x:
+        return ((xs[i - 1], *params[i - 1]),)
+    return ((xs[i - 1], *params[i - 1]), (xs[i], *params[i]))
+
+
 def lms_at(name: str, sex: str, x: float) -> tuple[float, float, float]:
     """L, M, S at ``x`` (age in months or length in cm), linear between tabulated rows.
 
     Below the first row or above the last the end row is used (callers bound x by input ranges).
     """
-    xs, params = lms_table(name)[sex]
-    if x <= xs[0]:
-        return params[0]
-    if x >= xs[-1]:
-        return params[-1]
-    i = bisect.bisect_right(xs, x)
-    x0, x1 = xs[i - 1], xs[i]
+    rows = lms_rows(name, sex, x)
+    if len(rows) == 1:
+        return rows[0][1:]
+    (x0, *lms0), (x1, *lms1) = rows
     t = (x - x0) / (x1 - x0)
-    return tuple(a + t * (b - a) for a, b in zip(params[i - 1], params[i]))  # type: ignore[return-value]
+    return tuple(a + t * (b - a) for a, b in zip(lms0, lms1))  # type: ignore[return-value]
+
+
+def lms_markdown(name: str, x_label: str) -> str:
+    """The whole LMS table of ``name`` for both sexes, as the markdown table the reference serves.
+
+    Values are written exactly as the CDC file gives them (Python's shortest repr round-trips them).
+    """
+    male, female = lms_table(name)["male"], lms_table(name)["female"]
+    if male[0] != female[0]:  # pragma: no cover - the CDC files share their x grid
+        raise ValueError(f"cdc_{name}.csv: the male and female rows are at different {x_label}")
+    lines = [
+        f"| {x_label} | male L | male M | male S | female L | female M | female S |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for x, pm, pf in zip(male[0], male[1], female[1]):
+        lines.append("| " + " | ".join([f"{x:g}", *(repr(p) for p in (*pm, *pf))]) + " |")
+    return "\n".join(lines)
+
+
+def _lms_notes(name: str, x_label: str) -> str:
+    return (f"### LMS table (CDC 2000, `{name}.csv`)\n\nL, M, S by sex at each tabulated {x_label.lower()}; "
+            "between rows, interpolate linearly.\n\n" + lms_markdown(name, x_label))
 
 
 def lms_z(x: float, l: float, m: float, s: float) -> float:
@@ -145,7 +184,7 @@ CDC_LENGTH_FOR_AGE = Calculator(
         formula=_LMS_FORMULA.format(x="age in months"),
         citation=_CITATION,
         notes=_NOTES + " The length-for-age table ends at 35.5 months (the 35.0–35.99-month mid-point); "
-        "ages from 35.5 to 36 months use that row.",
+        "ages from 35.5 to 36 months use that row.\n\n" + _lms_notes("lenageinf", "Age (months)"),
         url="https://www.cdc.gov/growthcharts/percentile_data_files.htm",
     ),
     examples=(
@@ -174,7 +213,7 @@ CDC_HC_FOR_AGE = Calculator(
         when_to_use="Infants and toddlers from birth to 36 months, screening for micro- or macrocephaly.",
         formula=_LMS_FORMULA.format(x="age in months"),
         citation=_CITATION,
-        notes=_NOTES,
+        notes=_NOTES + "\n\n" + _lms_notes("hcageinf", "Age (months)"),
         url="https://www.cdc.gov/growthcharts/percentile_data_files.htm",
     ),
     examples=(
@@ -202,7 +241,8 @@ CDC_WEIGHT_FOR_LENGTH = Calculator(
         formula=_LMS_FORMULA.format(x="recumbent length in cm"),
         citation=_CITATION,
         notes="The CDC table covers lengths 45 to 103.5 cm; a length outside it is an error rather than an "
-        "extrapolation. L, M, S are interpolated linearly between tabulated lengths.",
+        "extrapolation. L, M, S are interpolated linearly between tabulated lengths.\n\n"
+        + _lms_notes("wtleninf", "Length (cm)"),
         url="https://www.cdc.gov/growthcharts/percentile_data_files.htm",
     ),
     examples=(

@@ -40,6 +40,15 @@ def _tokens(text: str) -> list[str]:
     return normalize_name(text).split()
 
 
+_NUMBER_ROW = re.compile(r"^\|(?:[\s\d.eE+:-]*\|)+$")
+
+
+def _searchable(markdown: str) -> str:
+    """The document less its all-number table rows (e.g. the CDC LMS tables): fetch serves them,
+    but they hold nothing to search for and would only lengthen the document, which BM25 penalises."""
+    return "\n".join(ln for ln in markdown.splitlines() if not _NUMBER_ROW.match(ln.strip()))
+
+
 class ReferenceIndex:
     """BM25 over the registry's reference documents (built once, ~ms per query)."""
 
@@ -59,7 +68,7 @@ class ReferenceIndex:
                 docs[c.url] = (c.name, extra, c.reference_markdown())
         self.docs = docs
         self.urls = list(docs)
-        corpus = [" ".join(_tokens(f"{t} {x} {md}")) for t, x, md in docs.values()]
+        corpus = [" ".join(_tokens(f"{t} {x} {_searchable(md)}")) for t, x, md in docs.values()]
         self._bm25 = bm25s.BM25()
         if corpus:
             self._bm25.index(bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False)
@@ -80,7 +89,7 @@ class ReferenceIndex:
                 continue
             url = self.urls[int(i)]
             title, _, md = self.docs[url]
-            hits.append(Hit(title, url, _snippet(md, q), float(s)))
+            hits.append(Hit(title, url, _snippet(_searchable(md), q), float(s)))
         return hits
 
     def fetch(self, url: str) -> str:
