@@ -31,6 +31,13 @@ EXTRA_INPUTS = [
     ("carboplatin_calvert", {"target_auc": 5, "age": 60, "sex": "female", "weight": [154, "lb"], "creatinine": [97, "µmol/L"]}),
     ("bsa_based_dosing", {"dose_per_m2": 75, "height": 170, "weight": 65}),
     ("cockcroft_gault", {"age": "71 years", "sex": "F", "weight": "58.5 kg", "creatinine": "1.3 mg/dL"}),
+    # inputs in other units: converted in code, from the number as given
+    ("cockcroft_gault", {"age": 60, "sex": "male", "weight": "180 lb", "creatinine": [88.4, "µmol/L"]}),
+    ("sirs_criteria", {"temperature": "100.4 °F", "heart_rate": 95, "resp_rate": 22, "wbc": "13200 cells/µL"}),
+    ("homa_ir", {"glucose": "5.5 mmol/L", "insulin": 12}),
+    ("estimated_due_date", {"lmp": "2024-01-10", "cycle_length": "4 weeks"}),
+    ("cdc_infant_weight_for_length", {"sex": "female", "length": "30 in", "weight": "18 lb"}),
+    ("cdc_infant_length_for_age", {"sex": "male", "age_months": "26 weeks", "length": 66}),
 ]
 
 
@@ -147,18 +154,117 @@ def test_programs_through_the_run_python_tool(programs):
     assert len(results) == len(programs)
 
 
-def test_unit_conversion_and_choice_labels_are_commented():
+def _v_line(code: str, key: str) -> str:
+    return next(x for x in code.splitlines() if x.startswith(f"    {key!r}: "))
+
+
+def _v_expr(line: str) -> str:
+    return line.split(": ", 1)[1].rsplit(",  # ", 1)[0]
+
+
+def test_header_formula_and_choice_labels_are_commented():
     cg = registry().get("cockcroft_gault")
-    code = generate(cg, {"age": 60, "sex": "female", "weight": 60, "creatinine": [88.4, "µmol/L"]}).code
+    code = generate(cg, {"age": 60, "sex": "female", "weight": 60, "creatinine": 1.0}).code
     assert "# Creatinine Clearance (Cockcroft-Gault Equation)" in code.splitlines()[0]
     assert "CrCl (mL/min) = (140 − age)" in code  # the reference formula
-    line = next(x for x in code.splitlines() if x.strip().startswith("'creatinine':"))
-    assert "mg/dL" in line and "from 88.4 µmol/L" in line
+    assert _v_line(code, "creatinine") == "    'creatinine': 1.0,  # Serum creatinine, mg/dL"
     assert '(140 - v["age"]) * v["weight"] / (72 * v["creatinine"])' in code  # the formula, computed
     kps = registry().get("karnofsky_performance_status")
     code = generate(kps, {"score": "Requires considerable assistance and frequent medical care"}).code
-    assert next(x for x in code.splitlines() if x.strip().startswith("'score':")).startswith(
-        "    'score': 50,  # ") and "Requires considerable assistance" in code
+    assert _v_line(code, "score").startswith("    'score': 50,  # ") and "Requires considerable assistance" in code
+
+
+# (calculator, inputs, key, number as given, what the expression must show, comment)
+CONVERSIONS = [
+    ("cockcroft_gault", {"age": 60, "sex": "female", "weight": 60, "creatinine": [88.4, "µmol/L"]}, "creatinine",
+     "88.4", ["113.12"], "µmol/L -> mg/dL (creatinine 113.12 g/mol)"),
+    ("cockcroft_gault", {"age": 60, "sex": "female", "weight": "180 lb", "creatinine": 1}, "weight",
+     "180", ["0.45359237"], "lb -> kg"),
+    ("sirs_criteria", {"temperature": "101.3 °F", "heart_rate": 80, "resp_rate": 16, "wbc": 8}, "temperature",
+     "101.3", ["32"], "°F -> °C"),
+    ("sirs_criteria", {"temperature": 37, "heart_rate": 80, "resp_rate": 16, "wbc": "13200 cells/µL"}, "wbc",
+     "13200", ["1000"], "cells/µL -> 10^9/L"),
+    ("homa_ir", {"glucose": "5.5 mmol/L", "insulin": 12}, "glucose", "5.5", ["180.16"],
+     "mmol/L -> mg/dL (glucose 180.16 g/mol)"),
+    ("nutritional_risk_index", None, "albumin", None, [], "g/dL -> g/L"),
+    ("estimated_due_date", {"lmp": "2024-01-10", "cycle_length": "4 weeks"}, "cycle_length", "4", ["round(", "7"],
+     "weeks -> day"),
+]
+
+
+@pytest.mark.parametrize(("cid", "inputs", "key", "given", "shows", "comment"), CONVERSIONS,
+                         ids=[f"{c[0]}-{c[2]}" for c in CONVERSIONS])
+def test_unit_conversions_are_code_from_the_value_as_given(cid, inputs, key, given, shows, comment):
+    """The program starts from the number the SQL result showed and converts it in code, with the
+    registry's own factor: the expression evaluates to the registry's canonical value."""
+    from calcmate.units import ANALYTES
+
+    calc = registry().get(cid)
+    if inputs is None:  # the worked example that gives this input in another unit
+        inputs = next(dict(ex.inputs) for ex in calc.examples if isinstance(ex.inputs.get(key), (str, list)))
+    canon = calc.validate(inputs)[key]
+    line = _v_line(generate(calc, inputs).code, key)
+    expr = _v_expr(line)
+    got = eval(expr, {"__builtins__": {"round": round}})  # noqa: S307 - a generated arithmetic expression
+    assert got == pytest.approx(canon, rel=1e-9) and type(got) is type(canon), line
+    assert line.endswith(f"  # {calc.input(key).label}, {comment}"), line
+    if given is not None:
+        assert expr.removeprefix("round(").removeprefix("(").startswith(given + " "), line
+    assert all(s in expr for s in shows), line
+    assert repr(canon) not in expr  # not the converted number, written out
+    if "g/mol" in comment:  # the molar mass is the registry's, from units.ANALYTES
+        assert f"{ANALYTES[calc.input(key).analyte].molar_mass:g}" in expr
+
+
+def test_a_conversion_at_a_rounding_edge_falls_back_to_the_registrys_number():
+    """100.4 °F is 38 °C, but pint's conversion gives 38.00000000000006, which meets SIRS's
+    "> 38 °C": no expression from 100.4 reproduces that, so the converted number is written out
+    (with the value as given in the comment) and the program still prints the registry's value."""
+    calc = registry().get("sirs_criteria")
+    inputs = {"temperature": "100.4 °F", "heart_rate": 80, "resp_rate": 16, "wbc": 8}
+    prog = generate(calc, inputs)
+    line = _v_line(prog.code, "temperature")
+    assert _v_expr(line) == repr(calc.validate(inputs)["temperature"]) and "from 100.4 °F" in line
+    ns: dict = {}
+    exec(prog.code.rsplit("\nprint(", 1)[0].split("\nfor name, x in details", 1)[0], ns)  # noqa: S102
+    assert ns["value"] == calc(inputs).value == 1
+
+
+def test_inputs_in_canonical_units_stay_literals():
+    cg = registry().get("cockcroft_gault")
+    code = generate(cg, {"age": "71 years", "sex": "F", "weight": "58.5 kg", "creatinine": "1.3 mg/dL"}).code
+    assert _v_line(code, "weight") == "    'weight': 58.5,  # Weight, kg"
+    assert _v_line(code, "creatinine") == "    'creatinine': 1.3,  # Serum creatinine, mg/dL"
+    assert _v_line(code, "age") == "    'age': 71.0,  # Age, year"  # "years" is the same unit
+    assert _v_line(code, "sex").startswith("    'sex': 'female',  # Sex")
+
+
+def test_every_example_conversion_is_code_within_1e9():
+    """Across the registry's worked examples: each input given in another unit is an expression
+    from its number, and the exact-only variant (the fallback) is exact or absent."""
+    from calcmate.calculators.codegen import _conversion
+    from calcmate.calculators.spec import _same_unit, _split_value_unit
+
+    n = 0
+    for calc in registry():
+        for ex in calc.examples:
+            canon = calc.validate(ex.inputs)
+            for key, raw in ex.inputs.items():
+                inp = calc.input(key)
+                if inp.type not in ("number", "integer") or not inp.unit or isinstance(raw, (int, float)):
+                    continue
+                num, unit = _split_value_unit(raw, ValueError)
+                conv = _conversion(inp, raw, canon[key])
+                if unit is None or _same_unit(unit, inp.unit) or num == canon[key]:
+                    assert conv is None, (calc.id, key, raw)
+                    continue
+                n += 1
+                assert conv is not None, (calc.id, key, raw)
+                got = eval(conv.expr, {"__builtins__": {"round": round}})  # noqa: S307
+                assert got == pytest.approx(canon[key], rel=1e-9), (calc.id, key, conv)
+                exact = _conversion(inp, raw, canon[key], exact_only=True)
+                assert exact is None or eval(exact.expr, {"__builtins__": {"round": round}}) == canon[key]  # noqa: S307
+    assert n >= 15  # the examples exercise lb, in, °F, molar, count and volume conversions
 
 
 def test_details_are_printed_before_the_value():

@@ -32,12 +32,14 @@ import functools
 import importlib
 import json
 import keyword
+import math
 import pprint
 import sys
 import textwrap
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field, is_dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -623,6 +625,132 @@ def _input_comment(inp: Any, raw: Any, canon: Any) -> str:
     return ", ".join(bits)
 
 
+# -- unit conversions, written as code ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Conversion:
+    expr: str  # computes the canonical value from the number as given
+    comment: str  # "<from> -> <to>" and the molar mass where one is used
+    exact: bool  # the expression evaluates to exactly the registry's canonical value
+
+
+_UNIT_SHOWN = {"degC": "°C", "degF": "°F", "kg/m**2": "kg/m²", "m**2": "m²", "mg/m**2": "mg/m²"}
+_REL = 1e-9  # an emitted expression must reproduce the registry's conversion to this relative error
+
+
+def _num(x: float) -> str:
+    """A number as a reader writes it: 180, 88.4, -17.7777777778."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else repr(float(x))
+
+
+def _clean(x: float) -> float:
+    """``x`` to 12 significant digits: 0.011312 for a pint 0.011311999999999999."""
+    return float(f"{x:.12g}")
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= _REL * max(abs(a), abs(b), 1e-300)
+
+
+def _pow10(r: float) -> int | None:
+    """e when r is 10^e (to 1e-9), else None."""
+    if r <= 0:
+        return None
+    e = round(math.log10(r))
+    return e if _close(r, 10.0 ** e) else None
+
+
+def _times_pow10(e: int) -> str:
+    return "" if e == 0 else f" * {10 ** e}" if e > 0 else f" / {10 ** -e}"
+
+
+def _scales(k: float, molar_mass: float | None, valence: int = 1) -> list[str]:
+    """Ways to write the multiplication by the conversion factor ``k``, most readable first."""
+    out = []
+    if molar_mass:  # k = M / z x 10^e or z x 10^e / M (mass <-> molar or equivalents): show M (and z)
+        m = _num(molar_mass)
+        per_z, times_z = (f" / {valence}", f" * {valence}") if valence != 1 else ("", "")
+        if (e := _pow10(k / molar_mass * valence)) is not None:
+            out.append(f" * {m}{_times_pow10(e)}{per_z}")
+        if (e := _pow10(k * molar_mass / valence)) is not None:
+            out.append(f"{_times_pow10(e)}{times_z} / {m}")
+    simple = []
+    fr = Fraction(k).limit_denominator(12)
+    if fr and _close(float(fr), k):  # 5 / 9, * 60, / 10
+        p, q = fr.numerator, fr.denominator
+        simple.append(f" * {p}" if q == 1 else f" / {q}" if p == 1 else f" * {p} / {q}")
+    simple += [f" * {_num(_clean(k))}", f" / {_num(_clean(1 / k))}", f" * {_num(k)}"]
+    return out + sorted(dict.fromkeys(simple), key=len)
+
+
+def _conversion(inp: Any, raw: Any, canon: Any, exact_only: bool = False) -> _Conversion | None:
+    """The code converting an input given in another unit to the canonical one, or None.
+
+    The factor (and offset, for temperatures) is read off the registry's own ``units.convert`` as
+    an affine fit, f(x) = k x + b, so there is no second conversion table; each candidate
+    expression is evaluated and must give the registry's canonical value to 1e-9 relative.
+    """
+    from calcmate.calculators.spec import _same_unit, _split_value_unit
+    from calcmate.units import ANALYTES, UnitError, convert
+
+    if raw is None or inp.type not in ("number", "integer") or not inp.unit:
+        return None
+    try:
+        n, unit = _split_value_unit(raw, ValueError)
+    except ValueError:
+        return None
+    if unit is None or _same_unit(unit, inp.unit):
+        return None
+    try:
+        f = functools.partial(convert, from_unit=unit, to_unit=inp.unit, analyte=inp.analyte)
+        b = f(0.0)
+        k = f(1.0) - b
+        target = f(n)
+    except UnitError:
+        return None
+    if k == 0 or not _close(k * n + b, target) or not _close(f(-3.5), k * -3.5 + b):
+        return None  # not affine
+    if _close(k, 1.0) and abs(b) <= _REL * max(1.0, abs(target)):
+        return None  # the same unit spelled another way: the number as given
+    note = ""
+    molar_mass, valence = None, 1
+    a = ANALYTES.get(inp.analyte or "")
+    if a is not None:
+        try:
+            convert(1.0, unit, inp.unit)  # converts without the analyte: no molar mass involved
+        except UnitError:
+            molar_mass = a.molar_mass
+            valence = a.valence if "eq" in f"{unit} {inp.unit}".lower() else 1
+            note = f" ({inp.analyte.replace('_', ' ')} {_num(a.molar_mass)} g/mol" + \
+                (f", valence {valence}" if valence != 1 else "") + ")"
+    def candidates(x: str) -> list[str]:  # most readable first
+        if abs(b) <= _REL * max(1.0, abs(target)):
+            return [x + sc for sc in _scales(k, molar_mass, valence)]
+        c, bb = _clean(-b / k), _clean(b)
+        off = f"({x} - {_num(c)})" if c >= 0 else f"({x} + {_num(-c)})"  # (100.4 - 32) / 1.8
+        sub = [off[1:-1]] if _close(k, 1.0) else [off + sc for sc in _scales(k, None)]
+        add = [x + sc + (f" + {_num(bb)}" if bb >= 0 else f" - {_num(-bb)}") for sc in _scales(k, None)]  # 37 * 1.8 + 32
+        return sorted(sub[:1] + add[:1], key=len) + sub[1:] + add[1:]
+
+    def value(e: str) -> Any:
+        return eval(compile(e, "<conversion>", "eval", dont_inherit=True), {"__builtins__": {"round": round}})  # noqa: S307 - our own numbers
+
+    wrap = "round({})" if inp.type == "integer" else "{}"
+    as_given, as_float = candidates(_num(n)), candidates(repr(float(n)))  # 4 * 10 is an int: 4.0 * 10
+    shown = f"{unit} -> {_UNIT_SHOWN.get(inp.unit, inp.unit)}{note}"
+    for e, ef in zip(as_given, as_float):  # the first that reproduces the registry's value (exactly, if exact_only)
+        e = wrap.format(e)
+        got = value(e)
+        if inp.type == "number" and not isinstance(got, float):
+            e = wrap.format(ef)
+            got = value(e)
+        exact = got == canon and type(got) is type(canon)
+        close = got == canon if inp.type == "integer" else _close(float(got), float(target))
+        if exact or (close and not exact_only):
+            return _Conversion(e, shown, exact)
+    return None
+
+
 def _header(calc: Any) -> list[str]:
     lines = [f"# {calc.name}"]
     formula = calc.reference.formula.strip()
@@ -827,11 +955,28 @@ def _definitions(gen: _Gen, traced: bool) -> list[str]:
 def generate(calc: Any, values: Mapping[str, Any]) -> Program:
     """A self-contained program computing ``calc`` on ``values`` (raw inputs, as ``calc()`` takes them).
 
+    An input given in another unit is converted in code, from the number as given. Should such a
+    program miss the registry's value by a float's last digit at a rounding edge, the conversions
+    are written exactly (or, failing that, as the converted numbers).
+
     Raises ``CalculatorInputError`` for invalid inputs and ``CodegenError`` when the calculator
     cannot be written without calcmate.
     """
     canon = calc.validate(values)
     expected = calc(values)
+    for mode in ("readable", "exact"):
+        try:
+            return _generate(calc, values, canon, expected, mode)
+        except _ConversionMiss:
+            continue
+    return _generate(calc, values, canon, expected, "literal")
+
+
+class _ConversionMiss(Exception):
+    """The program with conversion expressions does not reproduce the registry's value exactly."""
+
+
+def _generate(calc: Any, values: Mapping[str, Any], canon: dict[str, Any], expected: Any, mode: str) -> Program:
     gen = _Gen(calc)
     main = gen.compute_key(calc.compute, calc)
     gen.assign_names(main)
@@ -841,8 +986,14 @@ def generate(calc: Any, values: Mapping[str, Any]) -> Program:
     value_raw = raw[0] if has_details else raw
 
     v_lines = ["v = {"]
+    converted = False
     for inp in calc.inputs:
         given = values.get(inp.key)
+        conv = None if mode == "literal" else _conversion(inp, given, canon[inp.key], exact_only=mode == "exact")
+        if conv is not None:
+            converted = True
+            v_lines.append(f"    {inp.key!r}: {conv.expr},  # {inp.label}, {conv.comment}")
+            continue
         lit = _literal(canon[inp.key], gen)
         v_lines.append(f"    {inp.key!r}: {lit},  # {_input_comment(inp, given, canon[inp.key])}")
     v_lines.append("}")
@@ -883,6 +1034,8 @@ def generate(calc: Any, values: Mapping[str, Any]) -> Program:
     _exec(gen, body, ns)
     got = ns["value"]
     if json_value(got) != json_value(expected.value) or type(got) is not type(expected.value):
+        if converted:
+            raise _ConversionMiss()
         raise gen.fail(f"the program computes {got!r}, the registry {expected.value!r}")
     for d in gen.deps.values():
         if d.kind in ("const", "repr") and ns.get(d.emitted) != d.obj:
