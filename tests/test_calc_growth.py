@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import csv
 import math
+import re
+from importlib import resources
 
 import pytest
 
 from calcmate.calculators import registry
-from calcmate.calculators.growth import lms_at, lms_table, lms_z
+from calcmate.calculators.growth import lms_at, lms_rows, lms_table, lms_z
 from calcmate.calculators.spec import CalculatorInputError
 
 LFA = registry().get("CDC/NCHS Infant Length for Age Percentiles (<36 months)")
@@ -76,3 +79,43 @@ def test_out_of_table_errors_name_the_field():
     with pytest.raises(CalculatorInputError) as e:
         HCFA(sex="unknown", age_months=4, head_circumference=40)
     assert e.value.field == "sex"
+
+
+def test_lms_rows_are_the_rows_around_x():
+    xs, params = lms_table("lenageinf")["female"]
+    assert lms_rows("lenageinf", "female", 7.2) == ((6.5, *params[7]), (7.5, *params[8]))  # xs[7] = 6.5
+    assert lms_rows("lenageinf", "female", 6.5) == ((6.5, *params[7]),)  # a tabulated age: that row
+    assert lms_rows("lenageinf", "female", 35.9) == ((35.5, *params[-1]),)  # past the end: the last row
+    assert lms_rows("wtleninf", "male", 45) == ((45.0, *lms_table("wtleninf")["male"][1][0]),)
+    # lms_at interpolates between exactly those rows
+    (x0, *a), (x1, *b) = lms_rows("lenageinf", "female", 7.2)
+    t = (7.2 - x0) / (x1 - x0)
+    assert lms_at("lenageinf", "female", 7.2) == pytest.approx(tuple(p + t * (q - p) for p, q in zip(a, b)), rel=1e-15)
+
+
+@pytest.mark.parametrize(("calc", "table"), [(LFA, "lenageinf"), (HCFA, "hcageinf"), (WFL, "wtleninf")])
+def test_reference_serves_the_whole_lms_table_as_in_the_cdc_file(calc, table):
+    """Every CDC row, both sexes, with the values spelled as in the CDC file."""
+    md = calc.reference_markdown()
+    text = resources.files("calcmate.calculators").joinpath("data", f"cdc_{table}.csv").read_text()
+    rows = list(csv.DictReader(text.splitlines()))
+    xkey = "Agemos" if "Agemos" in rows[0] else "Length"
+    lines = {ln.split("|")[1].strip(): ln for ln in md.splitlines() if ln.startswith("| ") and ln[2].isdigit()}
+    assert len(lines) == len(rows) // 2
+    for r in rows:
+        cells = [c.strip() for c in lines[f"{float(r[xkey]):g}"].strip("|").split("|")]
+        got = cells[1:4] if r["Sex"] == "1" else cells[4:7]
+        assert got == [r["L"], r["M"], r["S"]]
+    assert "| male L | male M | male S | female L | female M | female S |" in md
+    assert len(md) < 9000  # a few KB: fine for one fetch
+
+
+def test_search_still_finds_the_growth_charts_by_name():
+    """The LMS tables make these documents long; the search index ignores their number rows."""
+    from calcmate.tools.reference import ReferenceIndex
+
+    idx = ReferenceIndex()
+    for calc in (LFA, HCFA, WFL):
+        assert idx.search(calc.name, k=3)[0].url == calc.url
+        hit = idx.search(calc.name, k=1)[0]
+        assert not re.search(r"\d\.\d{6}", hit.snippet)  # the snippet is prose, not table rows

@@ -9,6 +9,8 @@ subprocess (each in its own namespace) and through the sandbox's warm pool, to s
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import re
 import subprocess
@@ -345,3 +347,53 @@ def test_oracle_python_for_falls_back_to_the_ground_truth():
     unknown = CalcAnswer(order=1, name="Zz Unknown Index", final_answer=7, inputs=[CalcInput(field="a", value=1)])
     code, computed = python_for(unknown)
     assert not computed and code.rstrip().endswith("print(json.dumps(value, ensure_ascii=False))")
+
+
+def _table_rows(markdown: str) -> dict[float, dict[str, tuple[float, float, float]]]:
+    """x -> {"male": (L, M, S), "female": (L, M, S)} from the reference's LMS markdown table."""
+    rows = {}
+    for ln in markdown.splitlines():
+        cells = [c.strip() for c in ln.strip().strip("|").split("|")]
+        if len(cells) == 7 and all(re.fullmatch(r"-?[\d.]+(e-?\d+)?", c) for c in cells):
+            x, *p = map(float, cells)
+            rows[x] = {"male": tuple(p[:3]), "female": tuple(p[3:])}
+    return rows
+
+
+@pytest.mark.parametrize(("cid", "inputs", "n_rows"), [
+    ("cdc_infant_length_for_age", {"sex": "female", "age_months": 7.2, "length": 66}, 2),  # interpolated
+    ("cdc_infant_length_for_age", {"sex": "male", "age_months": 35.9, "length": 96}, 1),  # past the last row
+    ("cdc_infant_head_circumference_for_age", {"sex": "male", "age_months": 0.5, "head_circumference": 37}, 1),
+    ("cdc_infant_weight_for_length", {"sex": "female", "length": "30 in", "weight": "18 lb"}, 2),
+])
+def test_growth_programs_use_only_lms_rows_the_fetched_reference_shows(cid, inputs, n_rows):
+    """The program embeds the LMS rows it interpolates between, no more, and each is a row of the
+    table in the document the reference tool's fetch serves for this calculator."""
+    from mcp import Client
+
+    from calcmate.tools.reference import build_server
+
+    calc = registry().get(cid)
+    prog = generate(calc, inputs)
+
+    async def fetch():
+        async with Client(build_server()) as c:
+            res = await c.call_tool("fetch", {"url": calc.url})
+            return "\n".join(getattr(x, "text", "") for x in res.content)
+
+    served = asyncio.run(fetch())
+    assert served == calc.reference_markdown()
+    table = _table_rows(served)
+    assert len(table) >= 37  # the whole table, both sexes
+    name = re.search(r"^(\w+_DATA) = ", prog.code, re.M).group(1)
+    ns: dict = {}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(prog.code, ns)  # noqa: S102 - the generated program
+    (key, rows), = ns[name].items()  # one lookup: (table, sex, x)
+    assert len(rows) == n_rows
+    sex = calc.validate(inputs)["sex"]
+    assert key[1] == sex
+    for x, *lms in rows:
+        assert table[x][sex] == tuple(lms)
+    assert re.search(rf"^# lms_rows: .*as in the LMS table of the calculator's reference.*\n{name} = ", prog.code, re.M)
+    assert len(prog.code) < 3500  # the full table (~6 KB) is not embedded

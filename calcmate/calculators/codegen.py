@@ -6,14 +6,17 @@ in the ``run_python`` sandbox (stdlib and numpy only, no ``calcmate``) and print
 value. The program is assembled from the registry's own source, so it cannot drift from it:
 
 * a header with the calculator's name and formula (from its Reference);
-* ``v = {...}``: the canonical inputs, one per line, commented with the field, unit, the chosen
-  option's label and the value as given when a unit conversion was applied;
+* ``v = {...}``: the inputs, one per line, commented with the field, unit and the chosen option's
+  label. An input given in another unit is converted in code from the number as given
+  (``88.4 * 113.12 / 10000,  # µmol/L -> mg/dL (creatinine 113.12 g/mol)``), with the factor and
+  offset read off ``calcmate.units.convert`` itself, so the model learns to convert explicitly;
 * the ``compute`` function and everything it reaches through its module globals, in dependency
   order: helper functions and classes of ``calcmate.calculators`` modules (their source,
   annotations stripped, renamed on clashes), module constants (their source, or their ``repr``),
   stdlib imports, other registry calculators it runs (``registry().get(name)`` or a Calculator
   global, as a small wrapper that applies defaults and rounding), data tables read through a
-  cached loader (only the entries this calculation reads) and constants holding spec objects
+  cached loader (only the entries this calculation reads, e.g. the two CDC LMS rows around the
+  child's age, which the calculator's reference serves in full) and constants holding spec objects
   (projected to the attributes the calculation reads);
 * the call, the details (points per criterion, intermediates) one per line, the rounded value
   with its unit, and as the last line the value as JSON (dates as ISO strings, tuples as lists).
