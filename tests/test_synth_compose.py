@@ -170,3 +170,198 @@ def test_sampler_reaches_both_arms(tax, reg):
         except Exception:
             continue
     assert arms == {"then", "else"}
+
+
+# -- one patient per task: profile, populations, derived inputs ---------------------------------------
+from calcmate.calculators.spec import Choice, Input  # noqa: E402
+from calcmate.synth.profile import (  # noqa: E402
+    DAYS_PER_MONTH, DAYS_PER_YEAR, PatientModel, Population, Profile, check_consistency, classify, default_model,
+    derive, parse_range, population, population_of,
+)
+
+
+def _age_days_of(calc, inp, binding, value) -> tuple[float, float]:
+    """Independent reading of one age-type input: the exact ages (days) it allows."""
+    from calcmate.units import convert
+
+    if binding.attr == "age":
+        v = value[0] if isinstance(value, tuple) else value
+        if inp.unit == "year":
+            return v * DAYS_PER_YEAR, (v + 1) * DAYS_PER_YEAR
+        return convert(v - 0.05, inp.unit, "day"), convert(v + 0.05, inp.unit, "day")
+    r = dict(binding.bands)[value] if binding.attr == "age_band" else binding.criterion
+    return r.exact_age_days()
+
+
+def test_attribute_inputs_are_read_from_registry_metadata(reg):
+    m = default_model()
+    attr = lambda cid, key: (b.attr if (b := m.binding(reg.get(cid), reg.get(cid).input(key))) else None)  # noqa: E731
+    assert attr("cockcroft_gault", "age") == "age" and attr("cdc_infant_length_for_age", "age_months") == "age"
+    assert attr("g8_geriatric_screening", "age_group") == "age_band"
+    assert attr("sodium_correction_rate", "age_group") == "age_band"
+    assert attr("cockcroft_gault", "sex") == "sex" and attr("cockcroft_gault", "weight") == "weight"
+    assert attr("cdc_infant_length_for_age", "length") == "height"  # recumbent length is the infant's height
+    assert attr("cdc_infant_head_circumference_for_age", "head_circumference") == "head_circumference"
+    assert attr("caprini", "bmi") == "bmi" and attr("caprini", "pregnancy_postpartum") == "pregnancy"
+    assert attr("g8_geriatric_screening", "bmi_category") == "bmi_band"
+    assert attr("heart_score", "obesity") == "bmi_criterion"
+    assert attr("bsa_based_dosing", "bsa") == "bsa"
+    # not patient attributes: a goal BMI, lab values, the dose, the menstrual cycle length
+    assert attr("target_weight", "bmi") is None and attr("cockcroft_gault", "creatinine") is None
+    assert attr("weight_based_liquid_dosing", "dose_mg_per_kg") is None
+    assert attr("estimated_due_date", "cycle_length") is None
+    # the explicit data mapping binds what names alone leave ambiguous, and every entry resolves
+    assert attr("nutritional_risk_index", "usual_weight") == "usual_weight"
+    assert attr("nutritional_risk_index", "current_weight") == "weight"
+    for name, want in m.inputs.items():
+        cid, key = name.split(".", 1)
+        assert attr(cid, key) == want, name
+
+
+def test_criteria_bands_and_units_derive_from_one_profile():
+    p = Profile(age_days=int(77.4 * DAYS_PER_YEAR), sex="female", weight_kg=70.0, height_cm=160.0, pregnant=False)
+    cases = [
+        (Input("age75", "Age ≥ 75 years", type="bool"), True),
+        (Input("age_gt_80", "Age > 80", type="bool"), False),
+        (Input("age_65_74", "Age 65-74 years", type="bool"), False),
+        (Input("age_75_84", "Age ≥ 75 and < 85 years", type="bool"), True),
+        (Input("elderly", "Elderly (> 65)", type="bool"), True),
+        (Input("female", "Female sex", type="bool"), True),
+        (Input("age", "Age", unit="year", min=18, max=120), 77),
+        (Input("age_m", "Age", unit="month", min=0, max=1500), round(77.4 * 12, 1)),
+        (Input("wt", "Body weight", unit="lb", min=1, max=1000), round(70 / 0.45359237, 1)),
+        (Input("ht", "Height", unit="in", min=10, max=100), round(160 / 2.54, 2)),
+        (Input("bmi", "Body mass index", unit="kg/m**2", min=5, max=100), 27.3),
+        (Input("obese", "Obesity (BMI ≥ 30)", type="bool"), False),
+        (Input("sex", "Gender", type="choice", choices=(Choice("Man", 0), Choice("Woman", 1))), "Woman"),
+        (Input("age_cat", "Age", type="choice", choices=(Choice("<65", 0), Choice("65-74", 1), Choice("≥75", 2))), "≥75"),
+        (Input("bmi_cat", "BMI", type="choice", choices=(Choice("BMI <25", 0), Choice("BMI 25 to <30", 1),
+                                                          Choice("BMI ≥30", 2))), "BMI 25 to <30"),
+    ]
+    for inp, want in cases:
+        b = classify(inp)
+        assert b is not None, inp.label
+        got = derive(b, inp, p)
+        assert got == pytest.approx(want) if isinstance(want, float) else got == want, (inp.label, got, want)
+    # composite criteria (another measurement decides) are not age criteria
+    assert classify(Input("high_rr", "Respiratory rate high for age (≥ 25 if age ≤ 50; ≥ 30 if age > 50)", type="bool")) is None
+    assert parse_range("80-85 years").contains(85) and not parse_range(">85 years").contains(85)
+    assert parse_range("Child (<18 years)").contains(17) and not parse_range("Child (<18 years)").contains(18)
+
+
+def test_populations_come_from_input_ranges_tags_and_data(reg):
+    infant = population(reg.get("cdc_infant_head_circumference_for_age"))
+    assert infant.hi_days <= 36 * DAYS_PER_MONTH + 1 and infant.lo_days == 0
+    g8 = population(reg.get("g8_geriatric_screening"))
+    assert g8.lo_days == 65 * DAYS_PER_YEAR  # tag geriatrics
+    assert (infant & g8).empty
+    assert (population(reg.get("cdc_infant_length_for_age")) & population(reg.get("carg_tt"))).empty
+    edd = population(reg.get("estimated_due_date"))
+    assert edd.sexes == {"female"} and edd.pregnant is True
+    assert population(reg.get("cockcroft_gault")).lo_days == 18 * DAYS_PER_YEAR  # its age input's minimum
+    # age bands that cover children say the calculator applies to them
+    assert population(reg.get("sodium_correction_rate")).lo_days == 0
+    # the data file names only registry calculators and known groups; every calculator has a population
+    m = default_model()
+    ids = {c.id for c in reg}
+    assert set(m.calculators) <= ids and {k.split(".")[0] for k in m.inputs} <= ids
+    assert all(not population(c).empty for c in reg)
+
+
+def test_bad_populations_file_names_the_field(tmp_path):
+    f = tmp_path / "pop.yaml"
+    f.write_text("groups:\n  adult: {age: [18, 120]}\ndefault: adult\ncalculators:\n  bmi: toddler\n")
+    with pytest.raises(ValueError, match="calculators.bmi"):
+        PatientModel.load(f)
+    f.write_text("groups:\n  adult: {age: [18, 120]}\ndefault: adult\ninputs:\n  bmi.weight: mass\n")
+    with pytest.raises(ValueError, match="inputs.bmi.weight"):
+        PatientModel.load(f)
+
+
+def test_consistency_check_catches_impossible_patients(reg):
+    calcs = {c.id: c for c in reg}
+    # the defect that motivated profiles: a 16-month-old's growth chart and an 80-85-year-old's geriatric screen
+    bad = {"cdc_infant_head_circumference_for_age": {"sex": "Male", "age_months": 16.1, "head_circumference": 46.0},
+           "g8_geriatric_screening": {"age_group": "80-85 years", "bmi_category": "BMI ≥23"}}
+    assert any(p.startswith("age") for p in check_consistency(bad, calcs))
+    two_sexes = {"cockcroft_gault": {"age": 70, "sex": "Male", "weight": 80.0, "creatinine": 1.0},
+                 "ckd_epi_2021": {"age": 70, "sex": "Female", "creatinine": 1.0}}
+    assert any(p.startswith("sex") for p in check_consistency(two_sexes, calcs))
+    bmi = {"bmi": {"weight": 100.0, "height": 170.0}, "heart_score": {"obesity": False, "age": 50}}
+    assert any(p.startswith("bmi") for p in check_consistency(bmi, calcs))
+    ok = {"cockcroft_gault": {"age": 85, "sex": "Female", "weight": 60.0, "creatinine": 1.0},
+          "g8_geriatric_screening": {"age_group": "80-85 years", "bmi_category": "BMI ≥23"},
+          "bmi": {"weight": 60.0, "height": 160.0}}
+    assert check_consistency(ok, calcs) == []
+
+
+def test_composer_never_combines_infant_and_geriatric_calculators(reg):
+    from calcmate.synth.taxonomy import Category
+
+    mixed = Category("Mixed ages", Domain.SPECIAL_POPULATIONS, "Geriatrics and Pediatrics",
+                     calculators=["cdc_infant_length_for_age", "cdc_infant_head_circumference_for_age",
+                                  "cdc_infant_weight_for_length", "g8_geriatric_screening", "carg_tt",
+                                  "clinical_frailty_scale", "awol_delirium", "maintenance_fluids"])
+    seen_pops = set()
+    for s in range(40):
+        rng = random.Random(s)
+        try:
+            wf = compose(mixed, reg, rng)
+        except Exception:
+            continue
+        pop = wf.population(reg)
+        assert not pop.empty, [x.calc_id for x in wf.steps]
+        seen_pops.add("infant" if pop.hi_days <= 36 * DAYS_PER_MONTH + 1 else "geriatric" if pop.lo_days >= 65 * DAYS_PER_YEAR else "other")
+    assert {"infant", "geriatric"} <= seen_pops  # both populations of the category are still composed
+
+
+def test_200_tasks_each_describe_one_patient(tax, reg):
+    """Every age-type input agrees (unit conversion, band membership, criterion truth), one sex, one body size,
+    each input within its calculator's range, the profile inside every calculator's population."""
+    m = default_model()
+    calcs = {c.id: c for c in reg}
+    checked = infant = geriatric = 0
+    for i in range(200):
+        try:
+            spec = make_spec(tax, reg, "one-patient", i)
+        except TaskCreationError:
+            continue
+        checked += 1
+        wf, p = spec.workflow, spec.patient
+        prof = p.profile
+        assert prof is not None
+        pop = population_of(reg.get(s.calc_id) for s in wf.steps)
+        assert not pop.empty and pop.contains_age(prof.age_days) and prof.sex in pop.sexes
+        assert check_consistency({c: p.values[c] for c in p.executed}, calcs) == [], spec.task_id
+        infant += prof.age_days < 36 * DAYS_PER_MONTH
+        geriatric += prof.age_years >= 65
+        ids = {s.calc_id for s in wf.steps}
+        assert not (ids & {"cdc_infant_length_for_age", "cdc_infant_head_circumference_for_age", "cdc_infant_weight_for_length"}
+                    and ids & {"g8_geriatric_screening", "carg_tt", "clinical_frailty_scale", "awol_delirium"})
+        sexes, weights, heights = set(), set(), set()
+        for cid in p.executed:
+            calc = reg.get(cid)
+            for key, v in p.values[cid].items():
+                inp = calc.input(key)
+                if inp.type in ("number", "integer") and key not in p.fed.get(cid, {}):
+                    assert (inp.min is None or v >= inp.min) and (inp.max is None or v <= inp.max), (cid, key, v)
+                b = m.binding(calc, inp)
+                if b is None or key in p.fed.get(cid, {}):
+                    continue
+                if b.attr in ("age", "age_band", "age_criterion"):
+                    lo, hi = _age_days_of(calc, inp, b, v)
+                    truth = lo <= prof.age_days < hi
+                    assert truth if b.attr != "age_criterion" or v else not truth, (spec.task_id, cid, key, v, prof)
+                elif b.attr == "sex":
+                    sexes.add(dict(b.sexes)[v] if inp.type == "choice" else (b.sexes[0][1] if v else "other"))
+                elif b.attr == "weight":
+                    weights.add(round(v, 1))
+                elif b.attr == "height":
+                    heights.add(round(v))
+                elif b.attr == "bmi":
+                    assert v == pytest.approx(prof.weight_kg / (prof.height_cm / 100) ** 2, abs=0.06)
+                elif b.attr == "pregnancy":
+                    assert v == prof.pregnant and (not v or prof.sex == "female")
+        assert len(sexes) <= 1 and len(weights) <= 1 and len(heights) <= 1, (spec.task_id, sexes, weights, heights)
+    assert checked >= 190
+    assert infant >= 1 and geriatric >= 20  # populations at both ends of life are still drawn

@@ -8,6 +8,11 @@ Offline, the workflow is composed from registry metadata alone:
   value (a band boundary of A) selects the ``then`` arm or the ``else`` arm (which may be empty);
 * **shares** edges record inputs several calculators read (the same patient value).
 
+Every calculator applies to a population (``calcmate.synth.profile.population``: an age range, sex,
+pregnancy, from its inputs' allowed ranges, tags and ``populations.yaml``). The composer only adds a
+calculator whose population intersects the workflow's so far, so one patient can be drawn for all of
+them (never an infant growth chart beside a geriatric screen).
+
 A ``Workflow`` is pure structure; the patient sampler fills in values and picks the branch taken.
 """
 
@@ -18,7 +23,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from calcmate.calculators.registry import Registry
-from calcmate.calculators.spec import Calculator
+from calcmate.calculators.spec import Calculator, normalize_name
+from calcmate.synth.profile import Population, PatientModel, population, population_of
 from calcmate.synth.taxonomy import Category
 
 Role = Literal["pre", "decider", "then", "else", "post"]
@@ -83,6 +89,10 @@ class Workflow:
             skip.update(b.else_ if arms.get(b.decider) == "then" else b.then)
         return [s.calc_id for s in self.steps if s.calc_id not in skip]
 
+    def population(self, reg: Registry, model: PatientModel | None = None) -> Population:
+        """The patients every calculator of the workflow (both arms) applies to."""
+        return population_of((reg.get(s.calc_id) for s in self.steps), model)
+
     def to_plan(self) -> dict[str, Any]:
         """JSON-able plan metadata (stored in ``Task.plan``)."""
         return {
@@ -134,11 +144,23 @@ def input_keys(c: Calculator) -> set[str]:
     return {i.key for i in c.inputs}
 
 
+_GOAL_WORDS = {"target", "goal", "desired"}
+_FEEDABLE: dict[str, tuple[tuple, frozenset[str]]] = {}  # calc id -> (its inputs, keys a result may fill)
+
+
+def _feedable(y: Calculator) -> frozenset[str]:
+    hit = _FEEDABLE.get(y.id)
+    if hit is None or hit[0] is not y.inputs:
+        keys = frozenset(i.key for i in y.inputs if not set(normalize_name(i.label).split()) & _GOAL_WORDS)
+        hit = _FEEDABLE[y.id] = (y.inputs, keys)
+    return hit[1]
+
+
 def feeds(x: Calculator, y: Calculator) -> list[str]:
-    """Input keys of ``y`` that ``x``'s result can fill."""
-    if x.id == y.id:
+    """Input keys of ``y`` that ``x``'s result can fill (never a goal such as "Target BMI")."""
+    if x.id == y.id or not x.produces:
         return []
-    keys = input_keys(y)
+    keys = _feedable(y)
     return [q for q in x.produces if q in keys]
 
 
@@ -156,40 +178,52 @@ def compose(category: Category, reg: Registry, rng: random.Random, min_calcs: in
     target = rng.randint(min_calcs, max_calcs)
     used: list[str] = []
     deps: list[Dependency] = []
+    # the patients every calculator used so far applies to, seeded by one calculator of the category so
+    # that a category mixing populations (infant growth charts, geriatric screens) yields each of them
+    pop = population(rng.choice(pool))
+
+    def fits(c: Calculator) -> bool:
+        return not (pop & population(c)).empty
+
+    def use(c: Calculator) -> None:
+        nonlocal pop
+        pop = pop & population(c)
+        used.append(c.id)
 
     # 1. a feeds pair, preferring both in the category, then one in it, then anywhere
-    pair = _pick_feed_pair(pool, everything, rng)
+    pair = _pick_feed_pair(pool, everything, rng, pop)
     if pair:
         x, y, q = pair
-        used += [x.id, y.id]
+        use(x)
+        use(y)
         deps.append(Dependency(x.id, y.id, "feeds", q))
 
     # 2. the decider: a pair member that can decide, else a category calculator, else any
     cand = [reg.get(i) for i in used if can_decide(reg.get(i))]
     decider = rng.choice(cand) if cand else None
     if decider is None:
-        options = [c for c in pool if can_decide(c) and c.id not in used] or \
-                  [c for c in domain_pool + everything if can_decide(c) and c.id not in used]
+        options = [c for c in pool if can_decide(c) and c.id not in used and fits(c)] or \
+                  [c for c in domain_pool + everything if can_decide(c) and c.id not in used and fits(c)]
         if not options:
             raise CompositionError("no registry calculator has interpretation bands to branch on")
         decider = rng.choice(options)
-        used.append(decider.id)
+        use(decider)
 
-    # 3. the arms: calculators not yet used, preferring the category, then ones sharing inputs
+    # 3. the arms: calculators not yet used that fit the patient, preferring the category, then ones sharing inputs
     def fresh(cands: list[Calculator]) -> list[Calculator]:
-        return [c for c in cands if c.id not in used]
+        return [c for c in cands if c.id not in used and fits(c)]
 
     arm_pool = fresh(pool) or fresh(_related(decider, domain_pool)) or fresh(domain_pool) or fresh(everything)
     if not arm_pool:
         raise CompositionError("not enough calculators for a branch arm")
     then_c = rng.choice(arm_pool)
-    used.append(then_c.id)
+    use(then_c)
     else_ids: list[str] = []
     if rng.random() >= else_skip_prob:
         alt = fresh(pool) or fresh(_related(decider, domain_pool)) or fresh(domain_pool)
         if alt:
             else_c = rng.choice(alt)
-            used.append(else_c.id)
+            use(else_c)
             else_ids = [else_c.id]
     branch = _make_branch(decider, [then_c.id], else_ids, rng)
     deps.append(Dependency(decider.id, then_c.id, "triggers"))
@@ -206,8 +240,10 @@ def compose(category: Category, reg: Registry, rng: random.Random, min_calcs: in
         for c in cands:
             if executed_min() >= target:
                 break
+            if not fits(c):  # an earlier filler narrowed the patient
+                continue
             fillers.append(c)
-            used.append(c.id)
+            use(c)
     if executed_min() < min_calcs:
         raise CompositionError(
             f"category {category.name!r}: only {executed_min()} calculators available, need {min_calcs}")
@@ -232,13 +268,17 @@ def compose(category: Category, reg: Registry, rng: random.Random, min_calcs: in
     return Workflow(category, steps, deps, [branch])
 
 
-def _pick_feed_pair(pool: list[Calculator], everything: list[Calculator], rng: random.Random):
+def _pick_feed_pair(pool: list[Calculator], everything: list[Calculator], rng: random.Random,
+                    pop: Population | None = None):
     pool_ids = {c.id for c in pool}
+    pop = pop if pop is not None else Population()
     tiers: list[list[tuple[Calculator, Calculator, str]]] = [[], [], []]
     for x in everything:
-        if not x.produces:
+        if not x.produces or (pop & population(x)).empty:
             continue
         for y in everything:
+            if (pop & population(x) & population(y)).empty:
+                continue
             for q in feeds(x, y):
                 n_in = (x.id in pool_ids) + (y.id in pool_ids)
                 tiers[2 - n_in].append((x, y, q))

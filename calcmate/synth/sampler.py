@@ -1,10 +1,15 @@
 """Patient sampler: input values for a workflow, consistent with the branch taken.
 
-Values come from clinically plausible ranges (a table for common inputs; otherwise the inner part
+Each attempt draws one patient ``Profile`` (age, sex, weight, height, pregnancy) inside the
+population every calculator of the workflow applies to, and derives every input that expresses a
+profile attribute from it (numeric ages in any unit, age bands and criteria, sex choices, weight,
+height, BMI, BSA: ``calcmate.synth.profile``), so all calculators describe the same person. Other
+values come from clinically plausible ranges (a table for common inputs; otherwise the inner part
 of the registry Input's allowed range), are shared across calculators that read the same input key,
-and feed later calculators where the workflow says so. The branch arm is chosen first and patients
-are re-drawn until the decider's registry value selects it (falling back to the other arm, recorded,
-when the drawn patients never reach it). Ground truth is always the registry's own computation.
+and feed later calculators where the workflow says so. The branch arm is chosen first and whole
+patients (profile included, never one calculator's inputs alone) are re-drawn until the decider's
+registry value selects it (falling back to the other arm, recorded, when the drawn patients never
+reach it). Ground truth is always the registry's own computation.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any
 from calcmate.calculators.registry import Registry
 from calcmate.calculators.spec import Calculator, CalculatorInputError, Input, Result
 from calcmate.synth.composer import Workflow
+from calcmate.synth.profile import PatientModel, Profile, ProfileError, default_model, derive, sample_profile
 
 # Typical ranges (canonical units of calcmate/calculators/_common.py) for a hospital population:
 # wide enough to cross the usual decision thresholds, narrow enough to look like real patients.
@@ -55,6 +61,7 @@ class Patient:
     fed: dict[str, dict[str, str]] = field(default_factory=dict)  # calc id -> {input key: source calc id}
     wanted_arms: dict[str, str] = field(default_factory=dict)
     attempts: int = 0
+    profile: Profile | None = None  # the core attributes every calculator's inputs were derived from
 
 
 def _draw(inp: Input, rng: random.Random) -> Any:
@@ -94,8 +101,13 @@ def _round_like_ehr(x: float) -> float:
     return round(x, min(digits, 2))
 
 
-def sample_patient(wf: Workflow, reg: Registry, rng: random.Random, max_attempts: int = 300) -> Patient:
+def sample_patient(wf: Workflow, reg: Registry, rng: random.Random, max_attempts: int = 300,
+                   model: PatientModel | None = None) -> Patient:
     """Draw inputs until every executed calculator computes and every branch takes its wanted arm."""
+    model = model or default_model()
+    pop = wf.population(reg, model)
+    if pop.empty:
+        raise SamplingError(f"workflow {[s.calc_id for s in wf.steps]}: its calculators share no patient population")
     wanted = {b.decider: rng.choice(("then", "else")) for b in wf.branches}
     feeds = {(d.dst, d.quantity): d.src for d in wf.dependencies if d.kind == "feeds"}
     last_err = "no attempt"
@@ -103,8 +115,8 @@ def sample_patient(wf: Workflow, reg: Registry, rng: random.Random, max_attempts
         want = {k: (("else" if v == "then" else "then") if flip else v) for k, v in wanted.items()}
         for attempt in range(1, max_attempts + 1):
             try:
-                p = _attempt(wf, reg, rng, feeds, want)
-            except (CalculatorInputError, ArithmeticError, ValueError, TypeError) as e:
+                p = _attempt(wf, reg, rng, feeds, want, sample_profile(pop, rng), model)
+            except (CalculatorInputError, ProfileError, ArithmeticError, ValueError, TypeError) as e:
                 last_err = str(e)
                 continue
             if p is not None:
@@ -115,7 +127,8 @@ def sample_patient(wf: Workflow, reg: Registry, rng: random.Random, max_attempts
     raise SamplingError(f"no consistent patient for workflow {[s.calc_id for s in wf.steps]}: {last_err}")
 
 
-def _attempt(wf: Workflow, reg: Registry, rng: random.Random, feeds: dict, want: dict[str, str]) -> Patient | None:
+def _attempt(wf: Workflow, reg: Registry, rng: random.Random, feeds: dict, want: dict[str, str],
+             profile: Profile, model: PatientModel) -> Patient | None:
     shared: dict[tuple, Any] = {}
     values: dict[str, dict[str, Any]] = {}
     results: dict[str, Result] = {}
@@ -137,6 +150,10 @@ def _attempt(wf: Workflow, reg: Registry, rng: random.Random, feeds: dict, want:
                 continue
             if inp.optional and rng.random() < 0.5:
                 continue  # left to the calculator's documented default
+            binding = model.binding(calc, inp)
+            if binding is not None and not (binding.attr == "head_circumference" and profile.head_circumference_cm is None):
+                vals[inp.key] = derive(binding, inp, profile)
+                continue
             k = _share_key(inp)
             if k not in shared:
                 shared[k] = _draw(inp, rng)
@@ -150,7 +167,7 @@ def _attempt(wf: Workflow, reg: Registry, rng: random.Random, feeds: dict, want:
                 return None
             arms[cid] = arm
             skip.update(b.else_ if arm == "then" else b.then)
-    return Patient(values, results, arms, wf.executed(arms), fed)
+    return Patient(values, results, arms, wf.executed(arms), fed, profile=profile)
 
 
 def _share_key(inp: Input) -> tuple:
