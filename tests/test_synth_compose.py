@@ -332,6 +332,9 @@ def test_200_tasks_each_describe_one_patient(tax, reg):
         assert prof is not None
         pop = population_of(reg.get(s.calc_id) for s in wf.steps)
         assert not pop.empty and pop.contains_age(prof.age_days) and prof.sex in pop.sexes
+        if spec.category.population:  # "a newborn ...", "an older adult ...": the context's group
+            group = m.groups[spec.category.population]
+            assert group.contains_age(prof.age_days) and prof.sex in group.sexes, (spec.category.name, prof)
         assert check_consistency({c: p.values[c] for c in p.executed}, calcs) == [], spec.task_id
         infant += prof.age_days < 36 * DAYS_PER_MONTH
         geriatric += prof.age_years >= 65
@@ -365,3 +368,18 @@ def test_200_tasks_each_describe_one_patient(tax, reg):
         assert len(sexes) <= 1 and len(weights) <= 1 and len(heights) <= 1, (spec.task_id, sexes, weights, heights)
     assert checked >= 190
     assert infant >= 1 and geriatric >= 20  # populations at both ends of life are still drawn
+
+
+def test_category_population_is_validated_and_feeds_respect_goals_and_units(tmp_path, reg, tax):
+    f = tmp_path / "tax.yaml"
+    f.write_text('domains:\n  "Special Populations & General Tools":\n'
+                 '    - {name: Babies, specialty: Pediatrics, population: babies, calculators: [bsa]}\n')
+    with pytest.raises(ValueError, match="Babies.*babies"):
+        load_taxonomy(f, reg)
+    assert tax.get("Geriatric Frailty Screening").population == "geriatric"
+    assert tax.get("Pregnancy Dating").population == "obstetric"
+    # a goal is not fed by the current value, and an indexed eGFR (mL/min/1.73 m²) is not a GFR in mL/min
+    assert feeds(reg.get("bmi"), reg.get("target_weight")) == []
+    assert feeds(reg.get("ckd_epi_2021"), reg.get("carboplatin_calvert")) == []
+    assert feeds(reg.get("cockcroft_gault"), reg.get("carg_tt")) == ["crcl"]
+    assert feeds(reg.get("bmi"), reg.get("caprini")) == ["bmi"]

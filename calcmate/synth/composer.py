@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import random
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 from calcmate.calculators.registry import Registry
 from calcmate.calculators.spec import Calculator, normalize_name
-from calcmate.synth.profile import Population, PatientModel, population, population_of
+from calcmate.synth.profile import Population, PatientModel, default_model, population, population_of
 from calcmate.synth.taxonomy import Category
+from calcmate.units import UnitError, convert
 
 Role = Literal["pre", "decider", "then", "else", "post"]
 
@@ -90,8 +92,10 @@ class Workflow:
         return [s.calc_id for s in self.steps if s.calc_id not in skip]
 
     def population(self, reg: Registry, model: PatientModel | None = None) -> Population:
-        """The patients every calculator of the workflow (both arms) applies to."""
-        return population_of((reg.get(s.calc_id) for s in self.steps), model)
+        """The patients the scenario names and every calculator of the workflow (both arms) applies to."""
+        model = model or default_model()
+        pop = model.groups[self.category.population] if self.category.population else Population()
+        return pop & population_of((reg.get(s.calc_id) for s in self.steps), model)
 
     def to_plan(self) -> dict[str, Any]:
         """JSON-able plan metadata (stored in ``Task.plan``)."""
@@ -156,12 +160,24 @@ def _feedable(y: Calculator) -> frozenset[str]:
     return hit[1]
 
 
+@lru_cache(maxsize=None)
+def _unit_fits(src: str | None, dst: str | None) -> bool:
+    if not src or not dst:
+        return True
+    try:
+        convert(1.0, src, dst)
+    except (UnitError, ValueError):
+        return False
+    return True
+
+
 def feeds(x: Calculator, y: Calculator) -> list[str]:
-    """Input keys of ``y`` that ``x``'s result can fill (never a goal such as "Target BMI")."""
+    """Input keys of ``y`` that ``x``'s result can fill: never a goal such as "Target BMI", nor an input
+    whose unit the result's cannot convert to (an indexed eGFR in mL/min/1.73 m² is no GFR in mL/min)."""
     if x.id == y.id or not x.produces:
         return []
     keys = _feedable(y)
-    return [q for q in x.produces if q in keys]
+    return [q for q in x.produces if q in keys and _unit_fits(x.output.unit, y.input(q).unit)]
 
 
 # -- composition ------------------------------------------------------------------------------------
@@ -173,6 +189,10 @@ def compose(category: Category, reg: Registry, rng: random.Random, min_calcs: in
     pool = [reg.get(i) for i in category.calculators]
     if not pool:
         raise CompositionError(f"category {category.name!r} has no registry calculators")
+    cat_pop = default_model().groups[category.population] if category.population else Population()
+    pool = [c for c in pool if not (cat_pop & population(c)).empty]
+    if not pool:
+        raise CompositionError(f"category {category.name!r}: no calculator applies to its population {cat_pop.describe()}")
     domain_pool = [c for c in reg.by_domain(category.domain) if c.id not in {p.id for p in pool}]
     everything = list(reg)
     target = rng.randint(min_calcs, max_calcs)
@@ -180,7 +200,7 @@ def compose(category: Category, reg: Registry, rng: random.Random, min_calcs: in
     deps: list[Dependency] = []
     # the patients every calculator used so far applies to, seeded by one calculator of the category so
     # that a category mixing populations (infant growth charts, geriatric screens) yields each of them
-    pop = population(rng.choice(pool))
+    pop = cat_pop & population(rng.choice(pool))
 
     def fits(c: Calculator) -> bool:
         return not (pop & population(c)).empty

@@ -3,7 +3,9 @@
 The data lives in ``taxonomy.yaml`` beside this file (or any file of the same shape). Calculators are
 assigned to a category from its explicit ``calculators`` ids plus every registry calculator whose
 tags or names share one of the category's ``tags``. Unknown ids are skipped with one warning each,
-so the taxonomy may name calculators the registry does not have yet.
+so the taxonomy may name calculators the registry does not have yet. A category whose context names a
+patient group (a newborn, an older adult, a pregnant patient) says so in ``population``; its tasks
+then only combine calculators that apply to that group.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import yaml
 from calcmate.calculators.registry import Registry, registry
 from calcmate.calculators.spec import Calculator, normalize_name
 from calcmate.domains import Domain
+from calcmate.synth.profile import default_model
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +35,7 @@ class Category:
     explicit: tuple[str, ...] = ()  # registry ids named in the file
     context: str = ""
     calculators: list[str] = field(default_factory=list)  # resolved registry ids
+    population: str | None = None  # a group of populations.yaml the context names (e.g. "neonate")
 
     @property
     def task_category(self) -> str:
@@ -92,7 +96,11 @@ def load_taxonomy(path: str | Path | None = None, reg: Registry | None = None) -
                 tags=tuple(normalize_name(t) for t in e.get("tags") or () if normalize_name(t)),
                 explicit=tuple(str(x) for x in e.get("calculators") or ()),
                 context=str(e.get("context") or ""),
+                population=str(e["population"]) if e.get("population") else None,
             )
+            if cat.population is not None and cat.population not in default_model().groups:
+                raise ValueError(f"{p}: domains.{dname}[{i}] ({cat.name}): population {cat.population!r} is not a "
+                                 f"group of populations.yaml: {sorted(default_model().groups)}")
             ids: list[str] = []
             for cid in cat.explicit:
                 calc = reg.find(cid)
