@@ -91,6 +91,9 @@ class Input:
                 value = convert(value, unit, self.unit, self.analyte)
             except UnitError as e:
                 raise err(f"{e}; expected {self.unit}") from None
+            # 12 significant digits: drop float noise of the conversion, so 100.4 °F is exactly 38 °C
+            # and a "> 38 °C" criterion is not met by rounding error.
+            value = float(f"{value:.12g}")
         if not math.isfinite(value):
             raise err(f"value {value!r} is not finite")
         if self.min is not None and value < self.min:
