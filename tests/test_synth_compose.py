@@ -383,3 +383,26 @@ def test_category_population_is_validated_and_feeds_respect_goals_and_units(tmp_
     assert feeds(reg.get("ckd_epi_2021"), reg.get("carboplatin_calvert")) == []
     assert feeds(reg.get("cockcroft_gault"), reg.get("carg_tt")) == ["crcl"]
     assert feeds(reg.get("bmi"), reg.get("caprini")) == ["bmi"]
+
+
+def test_derived_age_bands_are_met_by_the_age_the_ehr_returns(reg):
+    """The verifier finds a band input ("Child (<18 years)", "80-85 years") through the returned age."""
+    from calcmate.agent.trajectory import ToolCallRecord, Trajectory
+    from calcmate.scoring.metrics import SqlEvidence
+
+    m = default_model()
+    bands = [(c, i, b) for c in reg for i in c.inputs if (b := m.binding(c, i)) is not None and b.attr == "age_band"]
+    assert len(bands) >= 2
+    for days in (70, 400, 9 * 365, 40 * 365, 70 * 365, 82 * 366, 90 * 366):
+        p = Profile(age_days=days, sex="female", weight_kg=50.0, height_cm=150.0)
+        age, unit = (p.completed("month"), "months") if days < 730 else (p.completed("year"), "years")
+        ev = SqlEvidence(Trajectory(task_id="t", policy="test", tool_calls=[ToolCallRecord(
+            id="1", server="postgres", tool="run_sql", arguments={"query": "SELECT ..."},
+            result=f"patient_age | patient_age_unit\n{age} | {unit}")]))
+        for calc, inp, b in bands:
+            if not population(calc).contains_age(days):
+                continue
+            label = derive(b, inp, p)
+            assert ev.contains(label, inp.label), (calc.id, label, age, unit)
+            others = [x for x, r in b.bands if x != label and not r.contains(p.completed(r.unit or "year"))]
+            assert not any(ev.contains(x, inp.label) for x in others if "(" not in x), (calc.id, others, age)

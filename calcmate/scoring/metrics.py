@@ -233,7 +233,10 @@ def _age_meets(value: Any, field: str, age: float) -> bool:
     m = _CMP.match(s)
     if m:
         return _cmp(age, m.group(1), _years(float(m.group(2)), m.group(3)))
-    return any(lo <= age <= hi for word, (lo, hi) in _AGE_WORDS.items() if re.search(rf"\b{word}\b", s))
+    if any(lo <= age <= hi for word, (lo, hi) in _AGE_WORDS.items() if re.search(rf"\b{word}\b", s)):
+        return True
+    m = _CMP.search(s)  # a band label's own bound: "Child (<18 years)" holds for a 2-month-old
+    return bool(m) and _cmp(age, m.group(1), _years(float(m.group(2)), m.group(3)))
 
 
 def _analyte(field: str | None) -> str | None:
