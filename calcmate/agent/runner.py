@@ -172,27 +172,27 @@ async def evaluate_async(cfg: EvalConfig, out_dir: Path, *, show_progress: bool 
 async def score_run(tasks: list[Task], records: dict[str, dict[str, Any]], cfg: EvalConfig, out_dir: Path) -> dict[str, Any]:
     """Score every task (a task without a trajectory scores 0) and write scores.json + report."""
     from calcmate.report import write_report
-    from calcmate.scoring.extract import extract_with_judge
+    from calcmate.scoring.extract import extract_all
     from calcmate.scoring.metrics import aggregate, score_task
 
-    per_task = []
-    for t in tasks:
-        rec = records.get(t.task_id)
-        traj = Trajectory.model_validate(rec) if rec else None
-        if traj is not None and traj.finished:
-            items, how = await extract_with_judge(traj, cfg.scoring.judge)
-        else:
-            items, how = [], "none"
-        per_task.append(score_task(t, traj, items, how, cfg.scoring.fuzzy_threshold, cfg.scoring.rel_tol))
+    trajs = [Trajectory.model_validate(records[t.task_id]) if t.task_id in records else None for t in tasks]
+    # the judge (if configured) is told each task's calculator names, never their values
+    extractions = await extract_all([(tr, [a.name for a in t.calculator_answers] or t.required_calculators)
+                                     for t, tr in zip(tasks, trajs)], cfg.scoring.judge)
+    per_task = [score_task(t, tr, ex.items, ex.how, cfg.scoring.fuzzy_threshold, cfg.scoring.rel_tol)
+                for t, tr, ex in zip(tasks, trajs, extractions)]
     scores = aggregate(per_task)
     scores["run"] = {"name": cfg.run_name(), "policy": cfg.policy, "protocol": cfg.protocol,
                      "model": cfg.backend.model if cfg.policy == "model" else None,
                      "tasks": cfg.tasks, "missing_trajectories": sum(1 for t in tasks if t.task_id not in records)}
-    scores["per_task"] = [s.model_dump() for s in per_task]
+    scores["per_task"] = [{**s.model_dump(), **({"extraction_error": ex.error} if ex.error else {})}
+                          for s, ex in zip(per_task, extractions)]
     atomic_write_json(out_dir / "scores.json", scores)
+    judge = cfg.scoring.judge
     write_report(out_dir, scores, cfg.run_name(), notes=(
         "Scores are computed deterministically (structured final-answer block, registry/fuzzy name "
-        "matching, tolerance rules); see docs/scoring.md for how they differ from the official LLM-judged scores.\n"))
+        "matching, tolerance rules)" + (f"; free-text answers were read by the LLM judge {judge.model}" if judge else "")
+        + "; see docs/scoring.md for how they differ from the official LLM-judged scores.\n"))
     return scores
 
 
