@@ -271,7 +271,9 @@ def compose(category: Category, reg: Registry, rng: random.Random, min_calcs: in
     # 5. order: pre fillers, feed source, feed target, decider, arms, post fillers; feeds stay before targets
     # (``used`` already lists feed source, feed target and decider in a valid order)
     core = [i for i in used if i not in {f.id for f in fillers} and i not in branch.then and i not in branch.else_]
-    n_pre = rng.randint(0, len(fillers))
+    # an empty else arm needs a calculator after the branch, or the decider could end the task (its
+    # branch thought would then never be written)
+    n_pre = rng.randint(0, len(fillers) - (1 if fillers and not branch.else_ else 0))
     steps = [Step(f.id, "pre") for f in fillers[:n_pre]]
     steps += [Step(i, "decider" if i == decider.id else "pre") for i in core]
     steps += [Step(i, "then") for i in branch.then] + [Step(i, "else") for i in branch.else_]
