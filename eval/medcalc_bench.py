@@ -6,7 +6,8 @@
 ``--solver registry`` runs the calculator registry on each row's extracted "Relevant Entities"
 (a check of the registry and of the labels). ``--solver model`` runs a model on the patient
 note (zero-shot, one-shot, or tool-augmented: --set model.mode=tools) through the agent's backends. The report JSON holds overall and per-calculator accuracy and the
-reason every unsolvable row was not answered.
+reason every unsolvable row was not answered. With --solver model, OUT.transcripts.jsonl records every
+row's exchange (tool calls and results included); a rerun with the same --out resumes from it.
 """
 
 from __future__ import annotations
@@ -100,8 +101,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if cfg.calculator_ids:
         rows = [r for r in rows if r.calculator_id in set(cfg.calculator_ids)]
+    model_cfg = dict(cfg.model or {})
+    if cfg.solver == "model" and cfg.out and "transcripts" not in model_cfg:  # every row's exchange, kept for resuming
+        model_cfg["transcripts"] = str(cfg.out.with_suffix(".transcripts.jsonl"))
     try:
-        solver = make_solver(cfg.solver, cfg.model, all_rows)
+        solver = make_solver(cfg.solver, model_cfg, all_rows)
     except (NotImplementedError, ValueError) as e:
         console.print(f"[red]error:[/] {e}")
         return 2
