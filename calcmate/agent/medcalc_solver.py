@@ -82,8 +82,8 @@ _NUMBER = re.compile(r"(?<![A-Za-z\d.])-?\d+(?:\.\d+)?")  # not the 2 of "kg/m2"
 
 def answer_value(raw: Any) -> Any:
     """The value to score: text MedCalc-Bench's rule reads as it is (a number with an optional unit,
-    a date, weeks and days) unchanged; other text gives its last number, as MedCalc-Bench's own
-    answer extraction does ("MAP = (2 x 60 + 90) / 3 = 70 mm Hg" -> 70.0); no number: None."""
+    a date, weeks and days) unchanged; other text gives its last number, where a worked answer
+    states its result ("MAP = (2 x 60 + 90) / 3 = 70 mm Hg" -> 70.0); no number: None."""
     if not isinstance(raw, str):
         return raw
     s = raw.strip()
