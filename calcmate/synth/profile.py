@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Iterable
 
 import yaml
 
@@ -37,8 +37,6 @@ DAYS_PER_MONTH = DAYS_PER_YEAR / 12
 MAX_AGE_YEARS = 120.0
 DEFAULT_POPULATIONS = Path(__file__).with_name("populations.yaml")
 
-Attr = Literal["age", "age_band", "age_criterion", "sex", "weight", "usual_weight", "height", "bmi", "bmi_band",
-               "bmi_criterion", "bsa", "pregnancy", "head_circumference"]
 ATTRIBUTES: tuple[str, ...] = ("age", "age_band", "age_criterion", "sex", "weight", "usual_weight", "height", "bmi",
                                "bmi_band", "bmi_criterion", "bsa", "pregnancy", "head_circumference")
 
@@ -240,8 +238,7 @@ class Population:
 
     def __and__(self, o: "Population") -> "Population":
         if self.pregnant is not None and o.pregnant is not None and self.pregnant != o.pregnant:
-            preg: bool | None = None
-            return Population(1.0, 0.0, frozenset(), preg)  # empty
+            return Population(1.0, 0.0, frozenset(), None)  # empty: pregnant and not pregnant
         return Population(max(self.lo_days, o.lo_days), min(self.hi_days, o.hi_days), self.sexes & o.sexes,
                           self.pregnant if self.pregnant is not None else o.pregnant)
 
@@ -687,7 +684,7 @@ def check_consistency(values: dict[str, dict[str, Any]], calcs: dict[str, Calcul
     one: dict[str, float] = {}
     for a, xs in nums.items():
         ref = xs[0][1]
-        bad = [w for w, x in xs if abs(x - ref) > tol[a] * max(1.0, abs(ref) / 10 if a in ("weight", "usual_weight") else 1.0)]
+        bad = [w for w, x in xs if abs(x - ref) > tol[a]]
         if bad:
             problems.append(f"{a}: {xs[0][0]} vs {bad}")
         one[a] = ref
