@@ -377,6 +377,12 @@ def test_category_population_is_validated_and_feeds_respect_goals_and_units(tmp_
                  '    - {name: Babies, specialty: Pediatrics, population: babies, calculators: [bsa]}\n')
     with pytest.raises(ValueError, match="Babies.*babies"):
         load_taxonomy(f, reg)
+    f.write_text('domains:\n  "Special Populations & General Tools":\n'
+                 '    - {name: Kids, specialty: Pediatrics, context: a child with fever, cough and wheeze}\n')
+    with pytest.raises(ValueError, match="Kids.*unknown keys.*quote"):
+        load_taxonomy(f, reg)
+    assert tax.get("Potassium, Calcium and Other Electrolytes").context == "a patient with muscle cramps and abnormal electrolytes"
+    assert tax.get("Community-Acquired Pneumonia Severity").context == "an adult with fever, cough and a new infiltrate"
     assert tax.get("Geriatric Frailty Screening").population == "geriatric"
     assert tax.get("Pregnancy Dating").population == "obstetric"
     # a goal is not fed by the current value, and an indexed eGFR (mL/min/1.73 m²) is not a GFR in mL/min

@@ -63,6 +63,9 @@ class Taxonomy:
         return [c for c in self.categories if len(c.calculators) >= min_calculators]
 
 
+_ENTRY_KEYS = {"name", "specialty", "tags", "calculators", "context", "population"}
+
+
 def _keywords(calc: Calculator) -> list[str]:
     return [normalize_name(x) for x in (*calc.tags, calc.name, *calc.aliases) if normalize_name(x)]
 
@@ -91,6 +94,10 @@ def load_taxonomy(path: str | Path | None = None, reg: Registry | None = None) -
         for i, e in enumerate(entries or []):
             if not isinstance(e, dict) or not e.get("name") or not e.get("specialty"):
                 raise ValueError(f"{p}: domains.{dname}[{i}] needs 'name' and 'specialty'")
+            unknown = set(e) - _ENTRY_KEYS
+            if unknown:  # e.g. an unquoted comma in a flow mapping splits a name or context into a key
+                raise ValueError(f"{p}: domains.{dname}[{i}] ({e['name']}): unknown keys {sorted(map(str, unknown))}; "
+                                 f"allowed: {sorted(_ENTRY_KEYS)} (quote values that contain commas)")
             cat = Category(
                 name=str(e["name"]), domain=domain, specialty=str(e["specialty"]),
                 tags=tuple(normalize_name(t) for t in e.get("tags") or () if normalize_name(t)),
