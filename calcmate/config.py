@@ -64,12 +64,16 @@ def format_validation_error(e: ValidationError, source: str = "config") -> str:
     return "\n".join(lines)
 
 
-def load_config(path: str | Path | None, overrides: Sequence[str], model: type[M]) -> M:
-    """Read YAML (optional), apply overrides, validate with ``model``; raise ConfigError naming fields."""
+def load_config(path: str | Path | None, overrides: Sequence[str], model: type[M],
+                context: dict[str, Any] | None = None) -> M:
+    """Read YAML (optional), apply overrides, validate with ``model``; raise ConfigError naming fields.
+
+    ``context`` reaches the model's validators (pydantic validation context), e.g. ``{"plan_only": True}``
+    for a dry run that only plans and so need not reach the model or the dataset."""
     data = read_yaml(path) if path else {}
     data = apply_overrides(data, overrides or [])
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context=context)
     except ValidationError as e:
         raise ConfigError(format_validation_error(e, str(path) if path else "config")) from None
 

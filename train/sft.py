@@ -40,7 +40,8 @@ def load(args: argparse.Namespace) -> SFTRunConfig:
     overrides = flat_overrides(args)
     if args.out:
         overrides.append(f"output_dir={args.out}")
-    return load_config(args.config, overrides, SFTRunConfig)
+    # A dry run only plans: it validates everything but does not need the weights or the dataset yet.
+    return load_config(args.config, overrides, SFTRunConfig, context={"plan_only": bool(args.dry_run)})
 
 
 def dry_run(cfg: SFTRunConfig) -> None:

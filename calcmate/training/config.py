@@ -19,6 +19,11 @@ from calcmate.training.arch import Arch, arch_for
 AttnImpl = Literal["flash_attention_2", "flash_attention_3", "sdpa", "eager"]
 
 
+def _plan_only(info: ValidationInfo) -> bool:
+    """True under ``--dry-run``: the run is only planned, so model weights and data need not be reachable."""
+    return bool(info.context and info.context.get("plan_only"))
+
+
 class SFTRunConfig(BaseModel):
     """One SFT run. ``extra='forbid'``: a misspelt key is an error that names it."""
 
@@ -84,7 +89,7 @@ class SFTRunConfig(BaseModel):
 
     @field_validator("model_name_or_path")
     @classmethod
-    def _model_reachable(cls, v: str) -> str:
+    def _model_reachable(cls, v: str, info: ValidationInfo) -> str:
         p = Path(v).expanduser()
         if p.exists():
             if not (p / "config.json").is_file():
@@ -92,6 +97,8 @@ class SFTRunConfig(BaseModel):
             return str(p)
         if v.startswith((".", "/", "~")) or v.count("/") != 1:
             raise ValueError(f"model path {v!r} does not exist (and is not a hub id 'org/name')")
+        if _plan_only(info):  # --dry-run plans from the known architecture; the weights need not be here
+            return v
         if _hub_config(v) is None and os.environ.get("HF_HUB_OFFLINE", "0") == "1":
             raise ValueError(f"hub model {v!r} is not in the local HF cache and HF_HUB_OFFLINE=1")
         return v
@@ -99,6 +106,8 @@ class SFTRunConfig(BaseModel):
     @field_validator("dataset_path", "deepspeed", "chat_template_path")
     @classmethod
     def _path_exists(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if info.field_name == "dataset_path" and _plan_only(info):
+            return v
         if v is not None and not Path(v).expanduser().exists():
             raise ValueError(f"{info.field_name} {v!r} does not exist")
         return v
