@@ -8,7 +8,7 @@
 #      teacher, embedded PostgreSQL)
 #
 # Idempotent: a second run reuses finished stages (delete runs/quickstart to start over).
-# Sizes can be shrunk for CI: QS_TASKS (50), QS_STEPS (8), QS_EVAL_TASKS (all dev tasks), QS_OUT.
+# Sizes can be shrunk for CI: QS_TASKS (50), QS_STEPS (6), QS_EVAL_TASKS (all dev tasks), QS_OUT.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/_env.sh"
@@ -16,7 +16,7 @@ cd "$ROOT"
 
 OUT="${QS_OUT:-$ROOT/runs/quickstart}"
 TASKS="${QS_TASKS:-50}"
-STEPS="${QS_STEPS:-8}"
+STEPS="${QS_STEPS:-6}"
 EVAL_TASKS="${QS_EVAL_TASKS:-0}"   # 0 = all
 DEV_TASKS="$ROOT/tests/fixtures/medmcp_calc/tasks_dev.jsonl"
 DEV_CSV="$ROOT/tests/fixtures/medcalc_bench/dev_relabelled.csv"

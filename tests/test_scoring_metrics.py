@@ -108,3 +108,14 @@ def test_aggregate_per_domain_and_overall():
     assert agg["per_domain"]["Neurology & Mental Health"]["CS"] == 50
     assert agg["per_domain"]["Medicine & Organ Systems"]["QP"] == 100
     assert o["tool_calls_per_task"]["sql"] == 2.5
+
+
+@pytest.mark.parametrize("text,tf", [
+    ("\\n\\n\\n\\n\\n\\n", False),  # a degenerate model's escapes: nothing can be read
+    ("   ", False),
+    ("Cockcroft-Gault: 58.3 mL/min", True),  # a readable 'Name: value' line
+])
+def test_tf_needs_a_readable_final_answer(text, tf):
+    s = score_task(TASK, traj(None, final_answer_text=text))
+    assert s.tf is tf
+    assert score_task(TASK, traj(None, finished=False, final_answer_text="Cockcroft-Gault: 58.3")).tf is False

@@ -261,6 +261,13 @@ def tool_counts(traj: Trajectory) -> dict[str, int]:
     return {k: c.get(k, 0) for k in (*TOOL_KINDS, "other")}
 
 
+def _task_finished(traj: Trajectory, items: list[FinalAnswerItem], extraction: str) -> bool:
+    """TF: the episode ended with a final answer within the round limit, and that answer could be read
+    (at least one calculator result extracted). Text that yields nothing (e.g. a degenerate model's
+    whitespace or escapes) is not a valid final answer. A judge outage is not held against the model."""
+    return traj.finished and (bool(items) or extraction == "judge_failed")
+
+
 def score_task(task: Task, traj: Trajectory | None, items: list[FinalAnswerItem] | None = None,
                extraction: str = "block", fuzzy_threshold: float = 85.0, rel_tol: float = 0.05) -> TaskScore:
     """Score one task; ``items`` default to the trajectory's deterministic extraction."""
@@ -294,7 +301,7 @@ def score_task(task: Task, traj: Trajectory | None, items: list[FinalAnswerItem]
     found = sum(ev.contains(i.value, i.field) for i in inputs)
     n = len(truths)
     return TaskScore(
-        task_id=task.task_id, domain=domain, tf=traj.finished and bool(items or (traj.final_answer_text or "").strip()),
+        task_id=task.task_id, domain=domain, tf=_task_finished(traj, items, extraction),
         cs=len(assign) / n if n else 0.0, qp=qp_hits / n if n else 0.0,
         ea=found / len(inputs) if inputs else 0.0, n_calculators=n, cs_hits=len(assign), qp_hits=qp_hits,
         ea_found=found, ea_total=len(inputs), extra_calculators=max(0, len(items) - len(assign)),
