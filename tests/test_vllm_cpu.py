@@ -36,7 +36,7 @@ from calcmate.agent.backends import BackendConfig, Sampling, make_backend
 from calcmate.agent.episode import EpisodeConfig, run_episode
 from calcmate.agent.final_answer import write_final_answer
 from calcmate.agent.policy import ModelPolicy
-from calcmate.agent.protocols import NativeProtocol
+from calcmate.agent.protocols import NativeProtocol, ReactJsonProtocol
 from calcmate.agent.tools import toolset_specs
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1800)]
@@ -74,10 +74,10 @@ def two_tasks(materialized_dev, dev_tasks):
     return materialized_dev, dev_tasks[:2]
 
 
-async def _episodes(backend, toolbox, tasks, max_rounds):
+async def _episodes(backend, toolbox, tasks, max_rounds, protocol=None):
     async with toolbox.session() as tools:
         policy, specs = ModelPolicy(backend), await toolset_specs(tools)
-        return await asyncio.gather(*(run_episode(t, policy, tools, NativeProtocol(),
+        return await asyncio.gather(*(run_episode(t, policy, tools, protocol or NativeProtocol(),
                                                   EpisodeConfig(max_rounds=max_rounds, max_format_retries=5), specs=specs)
                                       for t in tasks))
 
@@ -95,6 +95,11 @@ def test_offline_engine_runs_episodes_and_batches_each_round(engine, toolbox, tw
     # every round of both live episodes went into ONE engine call
     assert sum(engine.batches) == sum(tr.rounds for tr in trajs)
     assert len(engine.batches) == max(tr.rounds for tr in trajs) and engine.batches[0] == 2
+    # the paper's react_json protocol (tools described in the prompt, no tools list) batches the same way
+    engine.batches.clear()
+    react = asyncio.run(_episodes(engine, toolbox, tasks, max_rounds=2, protocol=ReactJsonProtocol()))
+    assert all(tr.protocol == "react_json" and tr.rounds == 2 and tr.format_errors >= 1 for tr in react)
+    assert engine.batches == [2, 2]
 
 
 def test_offline_engine_drives_real_tools_and_batches_across_tool_latencies(engine, toolbox, two_tasks, monkeypatch):
