@@ -59,7 +59,7 @@ def test_readonly_role_can_select_and_nothing_else(ehr_db):
 
 def test_readonly_role_cannot_open_the_maintenance_database(pg_server):
     if not pg_server.embedded:
-        pytest.skip("only our own embedded server is locked down beyond the EHR databases")
+        pytest.skip("CALCMATE_PG_DSN points at your own server: only the embedded server is locked down beyond the EHR databases")
     with pytest.raises(psycopg.OperationalError, match="permission denied"):
         psycopg.connect(pg_server.dsn("postgres", user=RO_ROLE, password=pg_server.ro_password)).close()
 
@@ -90,7 +90,7 @@ def _postgres_alive(dsn: str) -> bool:
 def test_embedded_server_dies_with_its_owner(how):
     """No postgres outlives the process that started it, even one killed with SIGKILL."""
     if os.environ.get("CALCMATE_PG_DSN"):
-        pytest.skip("external server in use")
+        pytest.skip("CALCMATE_PG_DSN points at your own server: this checks the embedded server's lifecycle")
     env = {k: v for k, v in os.environ.items() if k != "CALCMATE_PG_DSN"}
     p = subprocess.Popen([sys.executable, "-c", _CHILD], stdout=subprocess.PIPE, text=True, env=env)
     try:
