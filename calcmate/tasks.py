@@ -6,8 +6,7 @@ Synthesized tasks add plan metadata under ``plan`` (ignored by the benchmark's o
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -66,13 +65,6 @@ def read_tasks(path: str | Path) -> list[Task]:
             except Exception as e:  # pydantic ValidationError or JSON error
                 raise ValueError(f"{path}:{n}: not a valid task: {e}") from None
     return out
-
-
-def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                yield json.loads(line)
 
 
 def write_tasks(tasks: Iterable[Task], path: str | Path) -> None:

@@ -133,9 +133,6 @@ class MaterializeReport:
         """(calculator, field, SQL) for every placed input: the retrieval whose result shows it."""
         return [(p.calculator, p.field, p.query) for p in self.placed]
 
-    def for_calculator(self, name: str) -> list[Placement]:
-        return [p for p in self.placed if p.calculator == name]
-
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -16,7 +16,6 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
@@ -252,10 +251,3 @@ async def extract_all(pairs: Sequence[tuple[Trajectory | None, Sequence[str]]],
             return await extract_for_scoring(traj, judge, names)
 
     return list(await asyncio.gather(*(one(t, n) for t, n in pairs)))
-
-
-async def extract_with_judge(traj: Trajectory, judge: JudgeConfig | None,
-                             calculators: Sequence[str] = ()) -> tuple[list[FinalAnswerItem], str]:
-    """``extract_for_scoring`` as (items, how); see ``Extraction.error`` for a failed judge's reason."""
-    ex = await extract_for_scoring(traj, judge, calculators)
-    return ex.items, ex.how

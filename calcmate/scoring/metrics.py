@@ -19,7 +19,6 @@ deterministic scores differ from the official LLM-judged ones.
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -341,7 +340,3 @@ def aggregate(scores: Iterable[TaskScore]) -> dict[str, Any]:
     for s in scores:
         by_domain[s.domain or "Unknown"].append(s)
     return {"overall": _summary(scores), "per_domain": {d: _summary(v) for d, v in sorted(by_domain.items())}}
-
-
-def is_close_pct(a: float, b: float, tol: float = 1e-6) -> bool:
-    return math.isclose(a, b, abs_tol=tol)

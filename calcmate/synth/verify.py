@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,11 +165,3 @@ def _calc_name(calc_id: str) -> str | None:
 
     c = registry().find(calc_id)
     return c.name if c else None
-
-
-def rejection_counts(verdicts: list[Verdict]) -> dict[str, int]:
-    """Trajectories rejected per reason (one trajectory may count under several)."""
-    c: Counter[str] = Counter()
-    for v in verdicts:
-        c.update(v.reasons)
-    return dict(c)

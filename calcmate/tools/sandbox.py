@@ -112,9 +112,6 @@ class _Worker:
             raise RuntimeError("sandbox worker died")
         return json.loads(line)
 
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
     def close(self) -> None:
         if self.proc.poll() is None:
             try:
