@@ -184,19 +184,22 @@ def clean_unit(unit: str) -> str:
     return u.replace("µ", "u").replace("^", "**")
 
 
+_COUNT_BY_KEY = {k.replace(" ", ""): f for k, f in _COUNT_PER.items()}
+
+
+def _count_key(unit: str) -> str:
+    return unicodedata.normalize("NFKC", unit).strip().lower().replace("μ", "µ").replace(" ", "").replace("³", "^3")
+
+
 def _is_count(unit: str) -> bool:
-    key = unicodedata.normalize("NFKC", unit).strip().lower().replace("μ", "µ").replace(" ", "")
-    key = key.replace("³", "^3")
-    return key in {k.replace(" ", "") for k in _COUNT_PER}
+    return _count_key(unit) in _COUNT_BY_KEY
 
 
 def _count_factor(unit: str) -> float:
-    key = unicodedata.normalize("NFKC", unit).strip().lower().replace("μ", "µ").replace(" ", "")
-    key = key.replace("³", "^3")
-    for k, f in _COUNT_PER.items():
-        if k.replace(" ", "") == key:
-            return f
-    raise UnitError(f"unknown count unit {unit!r}")
+    try:
+        return _COUNT_BY_KEY[_count_key(unit)]
+    except KeyError:
+        raise UnitError(f"unknown count unit {unit!r}") from None
 
 
 @lru_cache(maxsize=4096)
