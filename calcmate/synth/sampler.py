@@ -3,13 +3,16 @@
 Each attempt draws one patient ``Profile`` (age, sex, weight, height, pregnancy) inside the
 population every calculator of the workflow applies to, and derives every input that expresses a
 profile attribute from it (numeric ages in any unit, age bands and criteria, sex choices, weight,
-height, BMI, BSA: ``calcmate.synth.profile``), so all calculators describe the same person. Other
-values come from clinically plausible ranges (a table for common inputs; otherwise the inner part
-of the registry Input's allowed range), are shared across calculators that read the same input key,
-and feed later calculators where the workflow says so. The branch arm is chosen first and whole
-patients (profile included, never one calculator's inputs alone) are re-drawn until the decider's
-registry value selects it (falling back to the other arm, recorded, when the drawn patients never
-reach it). Ground truth is always the registry's own computation.
+height, BMI, BSA: ``calcmate.synth.profile``), and a pool of vitals, blood gas and labs drawn with
+it derives every input that is a measurement in any unit, a criterion over one, or a quantity
+derived from them (MAP, P/F, GCS parts: ``calcmate.synth.measurements``), so all calculators
+describe the same person. Other values come from clinically plausible ranges (a table for common
+inputs; otherwise the inner part of the registry Input's allowed range), are shared across
+calculators that read the same input key, and feed later calculators where the workflow says so.
+The branch arm is chosen first and whole patients (profile and measurement pool together, never one
+calculator's inputs alone) are re-drawn until the decider's registry value selects it (falling back
+to the other arm, recorded, when the drawn patients never reach it). Ground truth is always the
+registry's own computation.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 from calcmate.calculators.registry import Registry
 from calcmate.calculators.spec import Calculator, CalculatorInputError, Input, Result
 from calcmate.synth.composer import Workflow
+from calcmate.synth.measurements import Catalogue, Pool, default_catalogue, derive_measure, sample_pool
 from calcmate.synth.profile import PatientModel, Profile, ProfileError, default_model, derive, sample_profile
 
 # Typical ranges (canonical units of calcmate/calculators/_common.py) for a hospital population:
@@ -62,6 +66,7 @@ class Patient:
     wanted_arms: dict[str, str] = field(default_factory=dict)
     attempts: int = 0
     profile: Profile | None = None  # the core attributes every calculator's inputs were derived from
+    measurements: Pool | None = None  # the vitals and labs every measurement input was derived from
 
 
 def _draw(inp: Input, rng: random.Random) -> Any:
@@ -102,9 +107,10 @@ def _round_like_ehr(x: float) -> float:
 
 
 def sample_patient(wf: Workflow, reg: Registry, rng: random.Random, max_attempts: int = 300,
-                   model: PatientModel | None = None) -> Patient:
+                   model: PatientModel | None = None, catalogue: Catalogue | None = None) -> Patient:
     """Draw inputs until every executed calculator computes and every branch takes its wanted arm."""
     model = model or default_model()
+    cat = catalogue or default_catalogue()
     pop = wf.population(reg, model)
     if pop.empty:
         raise SamplingError(f"workflow {[s.calc_id for s in wf.steps]}: its calculators share no patient population")
@@ -115,7 +121,8 @@ def sample_patient(wf: Workflow, reg: Registry, rng: random.Random, max_attempts
         want = {k: (("else" if v == "then" else "then") if flip else v) for k, v in wanted.items()}
         for attempt in range(1, max_attempts + 1):
             try:
-                p = _attempt(wf, reg, rng, feeds, want, sample_profile(pop, rng), model)
+                prof = sample_profile(pop, rng)
+                p = _attempt(wf, reg, rng, feeds, want, prof, model, sample_pool(prof, rng), cat)
             except (CalculatorInputError, ProfileError, ArithmeticError, ValueError, TypeError) as e:
                 last_err = str(e)
                 continue
@@ -128,7 +135,7 @@ def sample_patient(wf: Workflow, reg: Registry, rng: random.Random, max_attempts
 
 
 def _attempt(wf: Workflow, reg: Registry, rng: random.Random, feeds: dict, want: dict[str, str],
-             profile: Profile, model: PatientModel) -> Patient | None:
+             profile: Profile, model: PatientModel, pool: Pool, cat: Catalogue) -> Patient | None:
     shared: dict[tuple, Any] = {}
     values: dict[str, dict[str, Any]] = {}
     results: dict[str, Result] = {}
@@ -154,6 +161,10 @@ def _attempt(wf: Workflow, reg: Registry, rng: random.Random, feeds: dict, want:
             if binding is not None and not (binding.attr == "head_circumference" and profile.head_circumference_cm is None):
                 vals[inp.key] = derive(binding, inp, profile)
                 continue
+            mb = cat.binding(calc, inp)
+            if mb is not None:
+                vals[inp.key] = derive_measure(mb, inp, pool, profile, cat)
+                continue
             k = _share_key(inp)
             if k not in shared:
                 shared[k] = _draw(inp, rng)
@@ -167,7 +178,7 @@ def _attempt(wf: Workflow, reg: Registry, rng: random.Random, feeds: dict, want:
                 return None
             arms[cid] = arm
             skip.update(b.else_ if arm == "then" else b.then)
-    return Patient(values, results, arms, wf.executed(arms), fed, profile=profile)
+    return Patient(values, results, arms, wf.executed(arms), fed, profile=profile, measurements=pool)
 
 
 def _share_key(inp: Input) -> tuple:
