@@ -3,7 +3,9 @@
 It is the same code as ``calcmate.agent.oracle.OraclePolicy`` (same tool calls, same SQL, same
 final answer); the only addition is the ReAct thought after each ``run_python`` result: the value,
 its interpretation, and for a branch decider which arm the value triggers, so the trained model
-learns to say why the next step follows.
+learns to say why the next step follows. When the calculator just computed is the last one (a
+decider whose arm is empty, say), the thought opens the final answer's prose instead: a final turn
+has no tool call to carry it, and the branch sentence must not be lost.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ class ScriptedTeacher(OraclePolicy):
         turn.action.thought = f"{note} {turn.action.thought}".strip()
         for c in turn.action.tool_calls:
             c.reason = turn.action.thought
+        if turn.action.answer is not None and not turn.action.tool_calls:
+            turn.action.answer = f"{note}\n\n{turn.action.answer}"
         return turn
 
 
