@@ -196,11 +196,9 @@ def _make_policy(cfg: SynthConfig, backend: Any):
 
 async def run_episodes(cfg: SynthConfig, out: Path, tasks: list[Task]) -> None:
     """Materialize, run, verify, retry; append one outcome record per task."""
-    from calcmate.agent.episode import EpisodeConfig, run_episode
-    from calcmate.agent.protocols import NATIVE_SYSTEM_PROMPT, NativeProtocol
+    from calcmate.agent.episode import EpisodeConfig
     from calcmate.agent.runner import EhrSettings, EvalConfig, ToolsSettings, open_environment
     from calcmate.agent.tools import toolset_specs
-    from calcmate.synth.verify import verify
 
     with JsonlAppender(out / "trajectories" / f"trajectories{_tag(cfg)}.jsonl", key="task_id") as app:
         done = app.done_keys()
@@ -215,48 +213,56 @@ async def run_episodes(cfg: SynthConfig, out: Path, tasks: list[Task]) -> None:
         make_policy = _make_policy(cfg, backend)
         ecfg = EpisodeConfig(cfg.max_rounds, 5, cfg.tool_timeout_s)
         sem = asyncio.Semaphore(cfg.concurrency)
+        env_cfg = EvalConfig(ehr=EhrSettings(dsn=cfg.ehr_dsn, seed=cfg.ehr_seed), tools=ToolsSettings(transport=cfg.transport))
         try:
             with _progress(cfg.progress) as bar:
                 bid = bar.add_task("running + verifying episodes", total=len(tasks), completed=len(tasks) - len(todo))
                 for start in range(0, len(todo), cfg.batch_size):
                     batch = todo[start:start + cfg.batch_size]
-                    env_cfg = EvalConfig(ehr=EhrSettings(dsn=cfg.ehr_dsn, seed=cfg.ehr_seed),
-                                         tools=ToolsSettings(transport=cfg.transport))
                     async with open_environment(env_cfg, [strip_fed_inputs(t) for t in batch]) as (tools, reports):
                         specs = await toolset_specs(tools)
                         atomic_write_json(out / "tools.json", [s.openai_schema() for s in specs])
 
                         async def one(task: Task) -> None:
-                            rejections: list[dict[str, Any]] = []
-                            feedback, kept, attempts = None, None, 0
-                            for attempt in range(1, cfg.max_retries + 2):
-                                attempts = attempt
-                                prompt = NATIVE_SYSTEM_PROMPT if not feedback else (
-                                    NATIVE_SYSTEM_PROMPT + "\n\nA reviewer rejected your previous attempt at this task:\n"
-                                    + feedback + "\nRedo the task and avoid these problems.")
-                                async with sem:
-                                    traj = await run_episode(task, make_policy(), tools, NativeProtocol(prompt), ecfg,
-                                                             specs=specs, context={"materialized": reports.get(task.task_id)})
-                                verdict = verify(task, traj, cfg.verify.rel_tol, cfg.verify.name_threshold)
-                                if verdict.ok:
-                                    kept = traj
-                                    break
-                                rejections += [{"attempt": attempt, **i.as_dict()} for i in verdict.issues]
-                                feedback = verdict.feedback()
-                                if backend is None and not any(c.is_error for c in traj.tool_calls):
-                                    break  # the scripted teacher is deterministic: only a failed tool call is worth a retry
-                            rec: dict[str, Any] = {"task_id": task.task_id, "status": "kept" if kept else "rejected",
-                                                   "attempts": attempts, "rejections": rejections,
-                                                   "teacher": cfg.teacher.name}
-                            if kept is not None:
-                                rec["trajectory"] = kept.model_dump(mode="json")
-                            app.append(rec)
+                            app.append(await _attempt_task(cfg, task, make_policy, tools, specs, ecfg, sem,
+                                                           {"materialized": reports.get(task.task_id)}, backend))
                             bar.advance(bid)
 
                         await asyncio.gather(*(one(t) for t in batch))
         finally:
             if backend is not None:
                 await backend.aclose()
+
+
+async def _attempt_task(cfg: SynthConfig, task: Task, make_policy: Any, tools: Any, specs: Any, ecfg: Any,
+                        sem: asyncio.Semaphore, context: dict[str, Any], backend: Any) -> dict[str, Any]:
+    """Run and verify one task, retrying with the reviewer's feedback; the task's outcome record."""
+    from calcmate.agent.episode import run_episode
+    from calcmate.agent.protocols import NATIVE_SYSTEM_PROMPT, NativeProtocol
+    from calcmate.synth.verify import verify
+
+    rejections: list[dict[str, Any]] = []
+    feedback, kept, attempts = None, None, 0
+    for attempt in range(1, cfg.max_retries + 2):
+        attempts = attempt
+        prompt = NATIVE_SYSTEM_PROMPT if not feedback else (
+            NATIVE_SYSTEM_PROMPT + "\n\nA reviewer rejected your previous attempt at this task:\n"
+            + feedback + "\nRedo the task and avoid these problems.")
+        async with sem:
+            traj = await run_episode(task, make_policy(), tools, NativeProtocol(prompt), ecfg, specs=specs, context=context)
+        verdict = verify(task, traj, cfg.verify.rel_tol, cfg.verify.name_threshold)
+        if verdict.ok:
+            kept = traj
+            break
+        rejections += [{"attempt": attempt, **i.as_dict()} for i in verdict.issues]
+        feedback = verdict.feedback()
+        if backend is None and not any(c.is_error for c in traj.tool_calls):
+            break  # the scripted teacher is deterministic: only a failed tool call is worth a retry
+    rec: dict[str, Any] = {"task_id": task.task_id, "status": "kept" if kept else "rejected",
+                           "attempts": attempts, "rejections": rejections, "teacher": cfg.teacher.name}
+    if kept is not None:
+        rec["trajectory"] = kept.model_dump(mode="json")
+    return rec
 
 
 # -- stages 3 and 4: export and statistics -----------------------------------------------------------
