@@ -11,7 +11,6 @@ the final Hugging Face model (ZeRO-3 16-bit gather) at the top level, loadable b
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from calcmate.config import ConfigError, add_config_args, exit_on_config_error, flat_overrides, load_config  # noqa: E402
+from calcmate.io import atomic_write_json  # noqa: E402
 from calcmate.training.config import SFTRunConfig  # noqa: E402
 
 log = logging.getLogger("calcmate.sft")
@@ -127,7 +127,7 @@ def train(cfg: SFTRunConfig, *, resume: bool, stop_at_step: int | None) -> int:
     if state.is_main_process:
         out = Path(cfg.output_dir)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "data_stats.json").write_text(json.dumps(stats.to_dict(), indent=2) + "\n")
+        atomic_write_json(out / "data_stats.json", stats.to_dict())
         write_run_metadata(out, **meta)
 
     stopper = StopControl(stop_at_step)

@@ -11,7 +11,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from calcmate.io import atomic_write_text
+from calcmate.io import JsonlAppender, atomic_write_text
 from calcmate.training.arch import Arch
 
 
@@ -80,9 +80,8 @@ class MetricsJsonl(TrainerCallback):
                "peak_mem_gb": logs.get("peak_mem_gb"), "grad_norm": logs.get("grad_norm"), "epoch": logs.get("epoch"),
                "num_tokens": logs.get("num_tokens"), "mean_token_accuracy": logs.get("mean_token_accuracy"),
                "time": time.time()}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(rec) + "\n")
+        with JsonlAppender(self.path, key="step") as f:
+            f.append(rec)
 
 
 class StopControl(TrainerCallback):
