@@ -174,10 +174,17 @@ _COUNT_PER: dict[str, float] = {
 COUNT_UNIT = "10^9/L"
 
 
+_SUPERSCRIPTS = str.maketrans({"²": "^2", "³": "^3", "⁶": "^6", "⁹": "^9", "⁻": "-"})
+
+
+def _nfkc(unit: str) -> str:
+    """NFKC, after turning superscript exponents into ``^n`` (NFKC alone would make 10⁹ read 109)."""
+    return unicodedata.normalize("NFKC", unit.translate(_SUPERSCRIPTS)).replace("μ", "µ")
+
+
 def clean_unit(unit: str) -> str:
     """Normalise a free-text unit spelling to a pint-parsable string (or a count key)."""
-    u = unicodedata.normalize("NFKC", unit).strip()
-    u = u.replace("μ", "µ").replace("²", "^2").replace("³", "^3").replace("⁹", "^9")
+    u = _nfkc(unit).strip()
     key = re.sub(r"\s+", " ", u.lower())
     if key in _ALIASES:
         return _ALIASES[key]
@@ -188,7 +195,7 @@ _COUNT_BY_KEY = {k.replace(" ", ""): f for k, f in _COUNT_PER.items()}
 
 
 def _count_key(unit: str) -> str:
-    return unicodedata.normalize("NFKC", unit).strip().lower().replace("μ", "µ").replace(" ", "").replace("³", "^3")
+    return _nfkc(unit).strip().lower().replace(" ", "")
 
 
 def _is_count(unit: str) -> bool:

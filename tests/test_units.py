@@ -21,6 +21,10 @@ from calcmate.units import UnitError, convert, parse_quantity
         (8000.0, "m^3", "10^9/L", "count", 8.0),
         (150000.0, "µL", "10^9/L", "count", 150.0),
         (40.0, "g/L", "g/dL", None, 4.0),
+        (150.0, "10³/mm³", "10^9/L", "count", 150.0),  # superscripts survive Unicode normalisation
+        (150.0, "×10⁹/L", "10^9/L", "count", 150.0),
+        (1.0, "mg/dL", "µmol/L", "creatinine", 88.4),
+        (1.0, "mg/dL", "μmol/L", "creatinine", 88.4),  # Greek mu as well as the micro sign
     ],
 )
 def test_convert(value, src, dst, analyte, expected):
