@@ -70,9 +70,11 @@ def test_bad_database_name_is_rejected(pg_server):
 
 
 _CHILD = """
-import sys, time
+import sys, threading, time
 from calcmate.ehr import start_server
 s = start_server()
+if "--stuck-thread" in sys.argv:  # a non-daemon worker that never finishes (an executor stuck in I/O)
+    threading.Thread(target=time.sleep, args=(600,)).start()
 print(s.admin_dsn, flush=True)
 time.sleep(120)
 """
@@ -86,20 +88,21 @@ def _postgres_alive(dsn: str) -> bool:
         return False
 
 
-@pytest.mark.parametrize("how", ["sigterm", "sigkill"])
+@pytest.mark.parametrize("how", ["sigterm", "sigkill", "sigterm-stuck-thread"])
 def test_embedded_server_dies_with_its_owner(how):
     """No postgres outlives the process that started it, even one killed with SIGKILL."""
     if os.environ.get("CALCMATE_PG_DSN"):
         pytest.skip("CALCMATE_PG_DSN points at your own server: this checks the embedded server's lifecycle")
     env = {k: v for k, v in os.environ.items() if k != "CALCMATE_PG_DSN"}
-    p = subprocess.Popen([sys.executable, "-c", _CHILD], stdout=subprocess.PIPE, text=True, env=env)
+    args = ["--stuck-thread"] if how.endswith("stuck-thread") else []
+    p = subprocess.Popen([sys.executable, "-c", _CHILD, *args], stdout=subprocess.PIPE, text=True, env=env)
     try:
         dsn = p.stdout.readline().strip()
         assert dsn.startswith("postgresql://")
         pgdata = dsn.split("host=", 1)[1]
         assert _postgres_alive(dsn)
-        p.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGKILL)
-        p.wait(30)
+        p.send_signal(signal.SIGKILL if how == "sigkill" else signal.SIGTERM)
+        p.wait(30)  # with a stuck thread too: the exit grace period ends the process
         deadline = time.time() + 30
         while time.time() < deadline and (_postgres_alive(dsn) or os.path.exists(pgdata)):
             time.sleep(0.2)

@@ -229,13 +229,30 @@ shutil.rmtree(pgdata, ignore_errors=True)
 """
 
 
+_EXIT_GRACE_S = 5.0
+
+
+def _force_exit(code: int) -> None:
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        os._exit(code)
+
+
 def _install_exit_signals() -> None:
     """Make SIGTERM/SIGHUP run atexit handlers (only where nobody installed a handler)."""
     if threading.current_thread() is not threading.main_thread():
         return
 
     def _exit(signum, _frame):  # noqa: ANN001
-        raise SystemExit(128 + signum)
+        # A normal exit first (atexit stops the servers). If a non-daemon thread (an executor worker
+        # stuck in I/O) keeps the interpreter from finishing, run the exit handlers ourselves and
+        # leave after a grace period, so SIGTERM always stops the process and what it started.
+        code = 128 + signum
+        timer = threading.Timer(_EXIT_GRACE_S, _force_exit, args=(code,))
+        timer.daemon = True
+        timer.start()
+        raise SystemExit(code)
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         try:
