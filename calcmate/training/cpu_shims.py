@@ -25,6 +25,10 @@ def fix_partial_state_for_gloo(use_cpu: bool) -> None:
     import deepspeed
     from accelerate.state import PartialState
 
+    # No JIT-built shared-memory all-reduce on CPU: gloo does the collectives. Building it needs a compiler
+    # at run time, and a run interrupted mid-build leaves torch's FileBaton lock behind, on which every
+    # later run waits forever.
+    deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
     deepspeed.init_distributed(dist_backend="gloo")
 
     PartialState._shared_state.update(
