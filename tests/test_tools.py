@@ -24,22 +24,22 @@ def seeded(materialized_dev):
     return db, reports, counts
 
 
-def test_stdio_round_trip_every_tool(seeded):
+def test_stdio_round_trip_every_tool_calcmate_format(seeded):
+    """The optional richer format (tools.format: calcmate), over stdio."""
     db, reports, _ = seeded
     rep = next(iter(reports.values()))
     lab = next(p for p in rep.placed if p.kind == "lab")
 
     async def go():
-        async with Toolbox.stdio(db.ro_dsn) as tb:
+        async with Toolbox.stdio(db.ro_dsn, fmt="calcmate") as tb:
             names = {(s.server, s.name) for s in await tb.list_tools()}
-            assert {("postgres", "run_sql"), ("postgres", "run_read_only_sql"), ("postgres", "list_tables"),
-                    ("postgres", "describe_tables"), ("reference", "search"), ("reference", "fetch"),
-                    ("python", "run_python")} <= names
+            assert names == {("postgres_executor", "run_read_only_sql"), ("postgres_executor", "list_tables"),
+                             ("postgres_executor", "describe_tables"), ("google_search", "search"),
+                             ("google_search", "fetch"), ("python_executor", "run_python")}
             out = {}
             out["list"] = await tb.call("postgres", "list_tables", {})
             out["describe"] = await tb.call("postgres", "describe_tables", {"table_names": ["laboratory_result"]})
-            out["sql"] = await tb.call("postgres", "run_sql", {"query": lab.query})
-            out["sql_alias"] = await tb.call("postgres_executor", "run_read_only_sql", {"query": lab.query})
+            out["sql"] = await tb.call("postgres_executor", "run_read_only_sql", {"query": lab.query})
             out["search"] = await tb.call("reference", "search", {"query": "creatinine clearance kidney function"})
             url = next(line.split("URL:")[1].strip() for line in out["search"][0].splitlines() if "URL:" in line)
             out["fetch"] = await tb.call("reference", "fetch", {"url": url})
@@ -50,7 +50,7 @@ def test_stdio_round_trip_every_tool(seeded):
     assert all(not err for _, err in out.values()), out
     assert out["list"][0].split() == sorted(EHR_TABLES)
     assert "test_result text  -- test result" in out["describe"][0] and "report_time timestamp" in out["describe"][0]
-    assert lab.stored in out["sql"][0] and out["sql"][0] == out["sql_alias"][0]
+    assert lab.stored in out["sql"][0] and " | " in out["sql"][0]
     assert "calcmate://calculators/" in out["search"][0]
     assert out["fetch"][0].startswith("# ")
     assert out["python"][0].strip() == "6.0"
@@ -80,10 +80,11 @@ def test_hostile_sql_is_contained_and_the_database_is_intact(seeded):
 
     async def go():
         results = {}
-        async with Toolbox.in_process(db.ro_dsn, servers=("postgres",), sql_limits=SqlLimits(statement_timeout_ms=1500)) as tb:
+        async with Toolbox.in_process(db.ro_dsn, servers=("postgres",), sql_limits=SqlLimits(statement_timeout_ms=1500),
+                                      fmt="calcmate") as tb:
             for q in HOSTILE_SQL:
-                results[q] = await tb.call("postgres", "run_sql", {"query": q})
-            results["after"] = await tb.call("postgres", "run_sql", {"query": "SELECT count(*) AS n FROM laboratory_result"})
+                results[q] = await tb.call("postgres", "run_read_only_sql", {"query": q})
+            results["after"] = await tb.call("postgres", "run_read_only_sql", {"query": "SELECT count(*) AS n FROM laboratory_result"})
         return results
 
     res = _run(go())
@@ -102,10 +103,11 @@ def test_sql_output_caps_say_they_truncated(seeded):
     from calcmate.tools.postgres import SqlLimits
 
     async def go():
-        async with Toolbox.in_process(db.ro_dsn, servers=("postgres",), sql_limits=SqlLimits(max_rows=5, max_chars=600)) as tb:
-            return (await tb.call("postgres", "run_sql", {"query": "SELECT * FROM laboratory_result"}),
-                    await tb.call("postgres", "run_sql", {"query": "SELECT patient_id FROM laboratory_result"}),
-                    await tb.call("postgres", "run_sql", {"query": "SELECT 1 AS one"}))
+        async with Toolbox.in_process(db.ro_dsn, servers=("postgres",), sql_limits=SqlLimits(max_rows=5, max_chars=600),
+                                      fmt="calcmate") as tb:
+            return (await tb.call("postgres", "run_read_only_sql", {"query": "SELECT * FROM laboratory_result"}),
+                    await tb.call("postgres", "run_read_only_sql", {"query": "SELECT patient_id FROM laboratory_result"}),
+                    await tb.call("postgres", "run_read_only_sql", {"query": "SELECT 1 AS one"}))
 
     wide, narrow, one = _run(go())
     assert "[truncated: output limit of 600 characters" in wide[0] and len(wide[0]) < 900
@@ -160,8 +162,8 @@ def test_hostile_python_is_contained(tmp_path, pg_server):
 
 def test_toolbox_reports_unknown_tools_and_bad_arguments(ehr_db):
     async def go():
-        async with Toolbox.in_process(ehr_db.ro_dsn) as tb:
-            return (await tb.call("nope", "nothing", {}), await tb.call("postgres", "run_sql", {}),
+        async with Toolbox.in_process(ehr_db.ro_dsn, fmt="calcmate") as tb:
+            return (await tb.call("nope", "nothing", {}), await tb.call("postgres", "run_read_only_sql", {}),
                     await tb.call(None, "describe_tables", {"table_names": ["nope"]}),
                     await tb.call("reference", "fetch", {"url": "calcmate://calculators/does_not_exist"}))
 

@@ -5,7 +5,7 @@ calculators the registry has) and the synthesizer's scripted teacher (same code)
 
     list_tables -> describe_tables(tables that hold the inputs)
     for each ground-truth calculator, in order:
-        search(name) -> fetch(best hit) -> run_sql for the inputs no earlier result showed
+        search(name) -> fetch(best hit) -> run_read_only_sql for the inputs no earlier result showed
         (the materializer's grouped retrievals, each query once)
         -> run_python (a program generated from the registry's source that computes the value
            when the registry reproduces the answer, else the ground truth)
@@ -222,7 +222,7 @@ class OraclePolicy(Policy):
                 if st.calculator == a.name and st.sql not in seen_sql:
                     seen_sql.add(st.sql)
                     mine = [f for c, f in st.fields if c == a.name]
-                    plan.append(("run_sql", {"query": st.sql}, _retrieve_thought(mine, a.name)))
+                    plan.append(("run_read_only_sql", {"query": st.sql}, _retrieve_thought(mine, a.name)))
             code, _ = python_for(a)
             plan.append(("run_python", {"code": code}, f"Compute {a.name} from the retrieved inputs.", a))
         plan.append(("final", None, ""))

@@ -1,9 +1,10 @@
 """What the episode loop needs from the tool servers, and nothing more.
 
 ``ToolSet`` is the seam between the agent and ``calcmate.tools.Toolbox`` (real MCP servers,
-in-process or stdio): list the tools, call one. Tool names are unique across servers in CalcMate,
-so the native protocol (which names only the function) can find the server; the official
-harness's alias ``run_read_only_sql`` and the paper's ``run_sql`` are the same tool.
+in-process or stdio): list the tools, call one. Tool names are unique across servers, so the native protocol (which
+names only the function) can find the server. The tools are the official harness's six
+(``calcmate.tools.official.TOOL_NAMES``); a call to any other name, such as the paper's ``run_sql``,
+is an unknown tool, exactly as in the official harness.
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-SQL_TOOLS = ("run_sql", "run_read_only_sql")
-TOOL_ALIASES = {"run_read_only_sql": "run_sql", "run_sql": "run_read_only_sql"}
+SQL_TOOLS = ("run_read_only_sql", "run_sql")  # run_sql: CalcMate's pre-official name, in old records only
 # Table 3 of the paper counts four kinds of call.
 CATEGORY = {
     "run_sql": "sql", "run_read_only_sql": "sql", "list_tables": "sql", "describe_tables": "sql",
@@ -58,7 +58,7 @@ class ToolCatalog:
 
     def resolve(self, tool: str, server: str | None = None) -> ToolSpec:
         """The tool spec, or ValueError with a message the model can act on."""
-        spec = self._by_name.get(tool) or self._by_name.get(TOOL_ALIASES.get(tool, ""))
+        spec = self._by_name.get(tool)
         if spec is None:
             known = ", ".join(f"{s.server}.{s.name}" for s in self.specs)
             raise ValueError(f"unknown tool {tool!r}; available tools: {known}")

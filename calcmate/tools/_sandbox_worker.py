@@ -6,7 +6,7 @@ once; each request forks (~1 ms), and the child -- before running any user code 
 session, applies resource limits, drops to the unprivileged uid/gid ``N`` (when started as root),
 restricts itself with Landlock (writes only inside its fresh temp dir; no TCP; no abstract Unix
 sockets or signals outside its domain), closes every inherited descriptor, and changes into the
-temp dir. Stdout and stderr go to a capped file. The worker kills the child's whole process
+temp dir. Stdout and stderr go to two capped files. The worker kills the child's whole process
 group at the wall-clock limit and then every process left under uid ``N``.
 
 Protocol: one JSON request per line on stdin ``{"code", "wall_s", "cpu_s", "mem_mb", "max_chars"}``,
@@ -99,13 +99,13 @@ def landlock_confine(writable_dir: str, abi: int) -> list:
 
 
 # --- one run ---------------------------------------------------------------------------------
-def _child(code: str, tmp: str, out_fd: int, req: dict, uid, abi: int) -> None:
+def _child(code: str, tmp: str, out_fd: int, err_fd: int, req: dict, uid, abi: int) -> None:
     """In the forked child: confine, then run ``code``. Never returns."""
     rc = 70
     try:
         os.setsid()
         os.dup2(out_fd, 1)
-        os.dup2(out_fd, 2)
+        os.dup2(err_fd, 2)
         devnull = os.open("/dev/null", os.O_RDONLY)
         os.dup2(devnull, 0)
         os.closerange(3, 65536)
@@ -169,20 +169,31 @@ def _sweep_uid(uid) -> None:
     os.waitpid(pid, 0)
 
 
+def _read_capped(path: str, max_chars: int) -> tuple[str, int, bool]:
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        raw = f.read(max_chars * 4 + 4)
+    text = raw.decode("utf-8", errors="replace")
+    return text[:max_chars], size, size > len(raw) or len(text) > max_chars
+
+
 def run_one(req: dict, root: str, uid, abi: int) -> dict:
     t0 = time.monotonic()
     tmp = tempfile.mkdtemp(prefix="run-", dir=root)
     io_dir = tempfile.mkdtemp(prefix="io-", dir=root)
     out_path = os.path.join(io_dir, "out")
     out_fd = os.open(out_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    err_path = os.path.join(io_dir, "err")  # stderr apart: the official observation shows it under its own heading
+    err_fd = os.open(err_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
     if uid is not None:
         os.chown(tmp, uid, uid)
     os.chmod(tmp, 0o700)
     sys.stdout.flush()
     pid = os.fork()
     if pid == 0:
-        _child(req["code"], tmp, out_fd, req, uid, abi)
+        _child(req["code"], tmp, out_fd, err_fd, req, uid, abi)
     os.close(out_fd)
+    os.close(err_fd)
     timed_out = False
     status = None
     pidfd = os.pidfd_open(pid)
@@ -202,18 +213,15 @@ def run_one(req: dict, root: str, uid, abi: int) -> dict:
     except (ProcessLookupError, PermissionError):
         pass
     _sweep_uid(uid)
-    size = os.path.getsize(out_path)
     max_chars = int(req["max_chars"])
-    with open(out_path, "rb") as f:
-        raw = f.read(max_chars * 4 + 4)
-    text = raw.decode("utf-8", errors="replace")
-    truncated = size > len(raw) or len(text) > max_chars
-    text = text[:max_chars]
+    text, size, truncated = _read_capped(out_path, max_chars)
+    err, err_size, err_truncated = _read_capped(err_path, max_chars)
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.rmtree(io_dir, ignore_errors=True)
     sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
     return {
-        "output": text, "output_bytes": size, "truncated": truncated, "timed_out": timed_out,
+        "output": text, "stderr": err, "output_bytes": size + err_size, "truncated": truncated or err_truncated,
+        "timed_out": timed_out,
         "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
         "signal": signal.Signals(sig).name if sig else None, "wall_s": time.monotonic() - t0,
     }

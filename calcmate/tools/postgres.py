@@ -1,18 +1,19 @@
-"""MCP server ``postgres``: read-only SQL over the EHR (MedMCP-Calc's ``postgres_executor``).
+"""MCP server ``postgres_executor``: read-only SQL over the EHR (MedMCP-Calc's ``postgres_executor``).
 
-Tools: ``run_sql(query)`` (also registered as ``run_read_only_sql``, the official harness's name),
-``list_tables()`` and ``describe_tables(table_names)``.
+Tools, as the official server names them: ``run_read_only_sql(query)``, ``list_tables()`` and
+``describe_tables(table_names)``. By default (``fmt="official"``) results and errors are exactly the
+official server's (``calcmate.tools.official``): JSON rows per statement, JSON table lists and
+schemas, and error *strings* (the official server never flags an error). ``fmt="calcmate"`` gives
+CalcMate's richer layout: a pipe-separated table with a row count, commented schemas, and tool
+errors (``is_error``).
 
 Read-only is enforced twice: the connection is the database's read-only role (SELECT grants on
 the EHR tables only, sessions read-only by default), and every call runs inside
-``BEGIN READ ONLY`` with a ``SET LOCAL statement_timeout``. One statement per call is enforced by
-PostgreSQL's own parser: the query is sent as a prepared statement (extended protocol), which the
-server refuses to build from more than one command. COPY is refused before it is sent (COPY TO
-STDOUT would put the connection in copy mode; COPY TO PROGRAM/FILE lacks privileges anyway).
-
-Results are rendered as a pipe-separated table, capped in rows and characters with an explicit
-truncation notice. Every failure is a tool error (``is_error``) with PostgreSQL's message, which
-the model can read and act on; the server itself never crashes on a bad query.
+``BEGIN READ ONLY`` with a ``SET LOCAL statement_timeout``. The official server splits a query on
+``;`` and runs each statement in that one transaction; so do we, each statement sent as a prepared
+statement (extended protocol), which PostgreSQL refuses to build from more than one command. COPY
+is refused before it is sent. Rows and characters are capped (the official server has no cap; a
+capped statement says so in a ``note`` key of its entry).
 
 Run as a stdio server: ``python -m calcmate.tools.postgres --dsn DSN`` (or ``$CALCMATE_EHR_DSN``).
 """
@@ -23,6 +24,7 @@ import argparse
 import asyncio
 import datetime as dt
 import decimal
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -31,6 +33,8 @@ from typing import Any
 import psycopg
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+
+from calcmate.tools import official
 
 ENV_EHR_DSN = "CALCMATE_EHR_DSN"
 
@@ -168,6 +172,81 @@ class SqlExecutor:
         finally:
             await self._release(conn)
 
+    async def official_sql(self, query: str) -> str:
+        """``run_read_only_sql`` as the official server answers it (always a string, never an error)."""
+        if not isinstance(query, str):
+            return official.SQL_UNEXPECTED.format("query must be a string")
+        statements = [st.strip() + ";" for st in re.split(r";", query) if st.strip()]
+        try:
+            conn = await self._acquire()
+        except ToolError:
+            return official.DB_UNAVAILABLE
+        results: list[list[dict[str, Any]]] = []
+        notes: dict[int, str] = {}
+        try:
+            async with conn.transaction():
+                await conn.execute("SET TRANSACTION READ ONLY")
+                await conn.execute(f"SET LOCAL statement_timeout = {int(self.limits.statement_timeout_ms)}")
+                for i, st in enumerate(statements):
+                    if _first_keyword(st) == "COPY":
+                        return official.SQL_ERROR.format("COPY is not allowed: use SELECT to read data")
+                    cur = conn.cursor()
+                    await cur.execute(st, prepare=True)
+                    if cur.description is None:
+                        results.append([])
+                        continue
+                    cols = [d.name for d in cur.description]
+                    rows = await cur.fetchmany(self.limits.max_rows + 1)
+                    if len(rows) > self.limits.max_rows:
+                        notes[i] = f"truncated: showing the first {self.limits.max_rows} rows; add WHERE/LIMIT or aggregate"
+                    results.append([dict(zip(cols, r)) for r in rows[: self.limits.max_rows]])
+        except psycopg.errors.InsufficientPrivilege:
+            return official.SQL_PERMISSION
+        except psycopg.Error as e:
+            msg = (e.diag.message_primary if e.diag and e.diag.message_primary else str(e)).strip()
+            return official.SQL_ERROR.format(msg)
+        except Exception as e:  # a driver-level surprise (decoding, ...)
+            return official.SQL_UNEXPECTED.format(e)
+        finally:
+            await self._release(conn)
+        text = official.sql_results(results)
+        if notes or len(text) > self.limits.max_chars:
+            entries = json.loads(text)
+            for i, note in notes.items():
+                entries[i]["note"] = note
+            text = official.dumps(entries)
+            while len(text) > self.limits.max_chars and any(isinstance(e["result"], list) and e["result"] for e in entries):
+                e = max((e for e in entries if isinstance(e["result"], list)), key=lambda e: len(e["result"]))
+                keep = max(0, len(e["result"]) * 3 // 4 if len(e["result"]) > 1 else 0)
+                e["result"] = e["result"][:keep]
+                e["note"] = (f"truncated: output limit of {self.limits.max_chars} characters; showing {keep} rows; "
+                             "select fewer columns or add WHERE/LIMIT")
+                text = official.dumps(entries)
+        return text
+
+    async def official_list_tables(self) -> str:
+        try:
+            _, rows, _ = await self.query(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name")
+        except ToolError as e:
+            return f"Error listing tables: {e}"
+        return official.table_list([r[0] for r in rows])
+
+    async def official_describe_tables(self, table_names: list[str]) -> str:
+        names = [table_names] if isinstance(table_names, str) else list(table_names or [])
+        try:
+            _, rows, _ = await self.query(
+                "SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns "
+                "WHERE table_name = ANY($1) AND table_schema = 'public' ORDER BY table_name, ordinal_position",
+                ([str(n) for n in names],),
+            )
+        except ToolError as e:
+            return json.dumps({"error": f"Error describing tables: {e}"})
+        tables: dict[str, list[tuple[str, str, str]]] = {}
+        for t, c, ty, n in rows:
+            tables.setdefault(t, []).append((c, ty, n))
+        return official.table_schemas(tables, names)
+
     async def run_sql(self, query: str) -> str:
         cols, rows, more = await self.query(query)
         if not cols:
@@ -217,52 +296,63 @@ class SqlExecutor:
 
 
 SQL_DOC = (
-    "Run ONE read-only SQL statement (PostgreSQL) against the hospital EHR database and return the rows. "
+    "Run read-only SQL (PostgreSQL) against the hospital EHR database and return the rows. "
     "Tables: patient_information, visit_inpatient, admission_record, diagnostic_record, laboratory_result, "
     "vital_signs, examination_report, order_inpatient, anethesia_record. Filter by patient_id; many values "
     "are TEXT. Results are capped; use WHERE, ORDER BY and LIMIT."
 )
 
 
-def build_server(dsn: str | None = None, limits: SqlLimits | None = None) -> MCPServer:
-    """The ``postgres`` MCP server over one database (``dsn`` should be the read-only role's)."""
+def build_server(dsn: str | None = None, limits: SqlLimits | None = None,
+                 fmt: official.ToolFormat = "official") -> MCPServer:
+    """The ``postgres_executor`` MCP server over one database (``dsn`` should be the read-only role's)."""
     ex = SqlExecutor(dsn or os.environ.get(ENV_EHR_DSN, ""), limits)
-    server = MCPServer("postgres", instructions="Read-only SQL access to the EHR database.", log_level="WARNING")
+    server = MCPServer(official.POSTGRES, log_level="WARNING")
 
-    @server.tool(name="run_sql", description=SQL_DOC)
-    async def run_sql(query: str) -> str:
-        return await ex.run_sql(query)
+    if fmt == "official":
+        @server.tool(name="run_read_only_sql", description=official.RUN_READ_ONLY_SQL_DOC)
+        async def run_read_only_sql(query: str) -> str:
+            return await ex.official_sql(query)
 
-    @server.tool(name="run_read_only_sql", description=SQL_DOC + " (Same tool as run_sql.)")
-    async def run_read_only_sql(query: str) -> str:
-        return await ex.run_sql(query)
+        @server.tool(name="list_tables", description=official.LIST_TABLES_DOC)
+        async def list_tables() -> str:
+            return await ex.official_list_tables()
 
-    @server.tool(name="list_tables", description="List the tables of the EHR database.")
-    async def list_tables() -> str:
-        return await ex.list_tables()
+        @server.tool(name="describe_tables", description=official.DESCRIBE_TABLES_DOC)
+        async def describe_tables(table_names: list[str]) -> str:
+            return await ex.official_describe_tables(table_names)
+    elif fmt == "calcmate":
+        @server.tool(name="run_read_only_sql", description=SQL_DOC)
+        async def run_read_only_sql_calcmate(query: str) -> str:
+            return await ex.run_sql(query)
 
-    @server.tool(
-        name="describe_tables",
-        description="Describe the columns (name, type, meaning) of the given EHR tables.",
-    )
-    async def describe_tables(table_names: list[str]) -> str:
-        return await ex.describe_tables(table_names)
+        @server.tool(name="list_tables", description="List the tables of the EHR database.")
+        async def list_tables_calcmate() -> str:
+            return await ex.list_tables()
+
+        @server.tool(name="describe_tables", description="Describe the columns (name, type, meaning) of the given EHR tables.")
+        async def describe_tables_calcmate(table_names: list[str]) -> str:
+            return await ex.describe_tables(table_names)
+    else:
+        raise ValueError(f"tools.format: unknown {fmt!r}; choose one of {official.FORMATS}")
 
     server.executor = ex  # type: ignore[attr-defined]  # for Toolbox.close()
     return server
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description="CalcMate postgres MCP server (stdio): read-only SQL over the EHR.")
+    p = argparse.ArgumentParser(description="CalcMate postgres_executor MCP server (stdio): read-only SQL over the EHR.")
     p.add_argument("--dsn", default=os.environ.get(ENV_EHR_DSN), help=f"read-only DSN (default ${ENV_EHR_DSN})")
     p.add_argument("--max-rows", type=int, default=SqlLimits.max_rows)
     p.add_argument("--max-chars", type=int, default=SqlLimits.max_chars)
     p.add_argument("--timeout-ms", type=int, default=SqlLimits.statement_timeout_ms, help="statement timeout")
+    p.add_argument("--format", choices=official.FORMATS, default=os.environ.get("CALCMATE_TOOLS_FORMAT", "official"),
+                   help="observation format: the official MedMCP-Calc server's (default) or CalcMate's richer one")
     a = p.parse_args(argv)
     if not a.dsn:
         p.error(f"no DSN: pass --dsn or set ${ENV_EHR_DSN}")
     limits = SqlLimits(max_rows=a.max_rows, max_chars=a.max_chars, statement_timeout_ms=a.timeout_ms)
-    build_server(a.dsn, limits).run("stdio")
+    build_server(a.dsn, limits, a.format).run("stdio")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,13 @@
-"""MCP server ``reference``: ``search(query)`` and ``fetch(url)`` over the calculator references.
+"""MCP server ``google_search``: ``search(query)`` and ``fetch(url)`` over the calculator references.
 
 The corpus is every registry calculator's ``reference_markdown()`` at ``calcmate://calculators/<id>``
 (MedMCP-Calc's ``google_search`` server, made offline and reproducible). Search is BM25 (bm25s)
 over the name, aliases and document, Unicode-folded so "SpO₂/FiO₂" finds "spo2 fio2".
+
+By default (``fmt="official"``) both tools answer in the official server's shapes
+(``calcmate.tools.official``): ``search`` gives a JSON list of ``{title, link, snippet, position,
+date}`` (10 hits, as the official Serper call asks for), whose links ``fetch`` accepts, and
+``fetch`` gives ``"Contents of {url}:\n\n" + markdown``; errors are the official strings.
 
 An optional web backend (off by default) extends both tools to the web: set
 ``CALCMATE_WEB_SEARCH=brave`` and ``BRAVE_API_KEY``; then ``search`` appends web hits and
@@ -24,6 +29,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from calcmate.calculators.spec import normalize_name
+from calcmate.tools import official
 
 URL_PREFIX = "calcmate://calculators/"
 
@@ -166,45 +172,79 @@ def web_backend_from_env() -> WebBackend | None:
     raise RuntimeError(f"unknown CALCMATE_WEB_SEARCH backend {kind!r} (supported: brave)")
 
 
-def build_server(index: ReferenceIndex | None = None, web: WebBackend | None = None, k: int = 5) -> MCPServer:
+def build_server(index: ReferenceIndex | None = None, web: WebBackend | None = None, k: int | None = None,
+                 fmt: official.ToolFormat = "official") -> MCPServer:
+    """The ``google_search`` MCP server over the offline corpus (plus the optional web backend)."""
     idx = index or ReferenceIndex()
-    server = MCPServer("reference", instructions="Medical calculator reference documents.", log_level="WARNING")
+    server = MCPServer(official.SEARCH, log_level="WARNING")
+    k = k or (10 if fmt == "official" else 5)
 
-    @server.tool(
-        name="search",
-        description="Search medical calculator references (formulas, scoring criteria, interpretation). "
-        "Returns ranked hits with title, URL and snippet; open one with fetch(url).",
-    )
-    def search(query: str) -> str:
-        if not isinstance(query, str) or not query.strip():
-            raise ToolError("query is empty: describe the calculator or what it estimates")
+    def hits_for(query: str) -> tuple[list[Hit], str]:
         hits = idx.search(query, k)
         if web is not None:
             try:
                 hits += web.search(query, k)
             except Exception as e:  # the offline corpus still answers
-                return format_hits(hits) + f"\n\n[web search failed: {e}]"
-        return format_hits(hits)
+                return hits, f"web search failed: {e}"
+        return hits, ""
 
-    @server.tool(name="fetch", description="Fetch a reference document (markdown) by the URL from search.")
-    def fetch(url: str) -> str:
-        if not isinstance(url, str) or not url.strip():
-            raise ToolError("url is empty: pass a URL returned by search")
-        if web is not None and url.strip().startswith(("http://", "https://")):
+    def fetch_doc(url: str) -> str:
+        if web is not None and url.startswith(("http://", "https://")):
+            return web.fetch(url)
+        return idx.fetch(url)
+
+    if fmt == "official":
+        @server.tool(name="search", description=official.SEARCH_DOC)
+        def search(query: str) -> str:
+            hits, _ = hits_for(query if isinstance(query, str) else str(query))
+            return official.search_results([{"title": h.title, "link": h.url, "snippet": h.snippet, "position": n,
+                                             "date": None} for n, h in enumerate(hits, 1)])
+
+        @server.tool(name="fetch", description=official.FETCH_DOC)
+        def fetch(url: str) -> str:
+            if not isinstance(url, str) or not url.strip():
+                return official.URL_REQUIRED
             try:
-                return web.fetch(url.strip())
+                return official.fetched(url, fetch_doc(url.strip()))
+            except ToolError:
+                return official.FETCH_STATUS_ERROR.format(url=url, status=404)
+            except Exception as e:
+                return f"<error>Browser fetch failed: {e}</error>"
+    elif fmt == "calcmate":
+        @server.tool(
+            name="search",
+            description="Search medical calculator references (formulas, scoring criteria, interpretation). "
+            "Returns ranked hits with title, URL and snippet; open one with fetch(url).",
+        )
+        def search_calcmate(query: str) -> str:
+            if not isinstance(query, str) or not query.strip():
+                raise ToolError("query is empty: describe the calculator or what it estimates")
+            hits, warn = hits_for(query)
+            return format_hits(hits) + (f"\n\n[{warn}]" if warn else "")
+
+        @server.tool(name="fetch", description="Fetch a reference document (markdown) by the URL from search.")
+        def fetch_calcmate(url: str) -> str:
+            if not isinstance(url, str) or not url.strip():
+                raise ToolError("url is empty: pass a URL returned by search")
+            try:
+                return fetch_doc(url.strip())
+            except ToolError:
+                raise
             except Exception as e:
                 raise ToolError(f"fetch failed: {e}") from None
-        return idx.fetch(url)
+    else:
+        raise ValueError(f"tools.format: unknown {fmt!r}; choose one of {official.FORMATS}")
 
     return server
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description="CalcMate reference MCP server (stdio): search/fetch calculator docs.")
-    p.add_argument("--k", type=int, default=5, help="hits per search")
+    p = argparse.ArgumentParser(description="CalcMate google_search MCP server (stdio): search/fetch calculator references offline.")
+    p.add_argument("--k", type=int, default=None, help="hits per search (default: 10 official, 5 calcmate)")
+    p.add_argument("--format", choices=official.FORMATS, default=os.environ.get("CALCMATE_TOOLS_FORMAT", "official"),
+                   help="observation format: the official MedMCP-Calc server's (default) or CalcMate's richer one")
     a = p.parse_args(argv)
-    build_server(web=web_backend_from_env(), k=a.k).run("stdio")
+    build_server(web=web_backend_from_env(), k=a.k, fmt=a.format).run("stdio")
 
 
 if __name__ == "__main__":

@@ -64,6 +64,7 @@ class RunResult:
     truncated: bool
     output_bytes: int
     wall_s: float
+    stderr: str = ""
 
     @property
     def ok(self) -> bool:
@@ -71,7 +72,8 @@ class RunResult:
 
     def text(self, limits: SandboxLimits) -> str:
         """What the model sees: the output plus an explicit notice for anything abnormal."""
-        parts = [self.output.rstrip("\n")] if self.output.strip() else []
+        merged = self.output + self.stderr
+        parts = [merged.rstrip("\n")] if merged.strip() else []
         if self.truncated:
             parts.append(f"[output truncated: {self.output_bytes} bytes produced, showing the first {limits.max_chars} characters]")
         if self.timed_out:
@@ -176,7 +178,7 @@ class SandboxPool:
         if "error" in reply:
             raise RuntimeError("sandbox worker error: " + reply["error"])
         return RunResult(reply["output"], reply["exit_code"], reply["timed_out"], reply["signal"], reply["truncated"],
-                         reply["output_bytes"], reply["wall_s"])
+                         reply["output_bytes"], reply["wall_s"], reply.get("stderr", ""))
 
     def _replace(self, dead: _Worker) -> _Worker:
         with self._lock:

@@ -4,11 +4,14 @@
     tb = Toolbox.stdio(dsn=db.ro_dsn)               # real subprocesses from configs/tools/servers.json
     async with tb:
         specs = await tb.list_tools()               # [ToolSchema(server, name, description, input_schema)]
-        text, is_error = await tb.call("postgres", "run_sql", {"query": "SELECT 1"})
+        text, is_error = await tb.call("postgres_executor", "run_read_only_sql", {"query": "SELECT 1"})
 
 Both go through the real ``mcp`` client, so the agent sees byte-identical observations either
-way. Server names of the official harness (``postgres_executor``, ``google_search``,
-``python_executor``) are accepted as aliases, and a call may name only the tool.
+way. Servers carry the official harness's names (``postgres_executor``, ``google_search``,
+``python_executor``) and, by default, its tool names and observation formats (``fmt="official"``,
+see ``calcmate.tools.official``); ``fmt="calcmate"`` selects CalcMate's richer formats. CalcMate's
+older server names (``postgres``, ``reference``, ``python``) are accepted as aliases, and a call
+may name only the tool.
 """
 
 from __future__ import annotations
@@ -26,9 +29,11 @@ from typing import Any
 
 from mcp import Client, StdioServerParameters
 
-SERVERS = ("postgres", "reference", "python")
-SERVER_ALIASES = {"postgres_executor": "postgres", "google_search": "reference", "python_executor": "python",
-                  "sql": "postgres", "search": "reference"}
+from calcmate.tools.official import FORMATS, POSTGRES, PYTHON, SEARCH, ToolFormat
+
+SERVERS = (POSTGRES, SEARCH, PYTHON)
+SERVER_ALIASES = {"postgres": POSTGRES, "reference": SEARCH, "python": PYTHON, "sql": POSTGRES, "search": SEARCH}
+ENV_TOOLS_FORMAT = "CALCMATE_TOOLS_FORMAT"
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "tools" / "servers.json"
 
 
@@ -38,6 +43,11 @@ class ToolSchema:
     name: str
     description: str
     input_schema: dict[str, Any] = field(default_factory=dict)
+
+
+def _check_format(fmt: str) -> None:
+    if fmt not in FORMATS:
+        raise ValueError(f"tools.format: unknown {fmt!r}; choose one of {', '.join(FORMATS)}")
 
 
 @lru_cache(maxsize=1)
@@ -88,33 +98,39 @@ class Toolbox:
     # -- constructors ------------------------------------------------------------------------
     @classmethod
     def in_process(cls, dsn: str | None = None, *, servers: tuple[str, ...] = SERVERS, sql_limits=None,
-                   sandbox=None, reference_index=None, web=None) -> "Toolbox":
+                   sandbox=None, reference_index=None, web=None, fmt: ToolFormat = "official") -> "Toolbox":
         """Servers in this process. ``dsn``: the read-only DSN of the EHR database (postgres server)."""
+        _check_format(fmt)
         targets: dict[str, Callable[[], Any]] = {}
         for s in servers:
-            if s == "postgres":
+            s = SERVER_ALIASES.get(s, s)
+            if s == POSTGRES:
                 from calcmate.tools import postgres
 
-                targets[s] = lambda: postgres.build_server(dsn, sql_limits)
-            elif s == "reference":
+                targets[s] = lambda: postgres.build_server(dsn, sql_limits, fmt)
+            elif s == SEARCH:
                 from calcmate.tools import reference
 
-                targets[s] = lambda: reference.build_server(reference_index or _shared_reference_index(), web)
-            elif s == "python":
+                targets[s] = lambda: reference.build_server(reference_index or _shared_reference_index(), web, fmt=fmt)
+            elif s == PYTHON:
                 from calcmate.tools import python
 
-                targets[s] = lambda: python.build_server(sandbox)
+                targets[s] = lambda: python.build_server(sandbox, fmt=fmt)
             else:
                 raise ValueError(f"unknown server {s!r}; expected one of {SERVERS}")
         return cls(targets)
 
     @classmethod
     def stdio(cls, dsn: str | None = None, *, config: str | Path = DEFAULT_CONFIG,
-              servers: tuple[str, ...] | None = None, env: dict[str, str] | None = None) -> "Toolbox":
+              servers: tuple[str, ...] | None = None, env: dict[str, str] | None = None,
+              fmt: ToolFormat = "official") -> "Toolbox":
         """Servers as subprocesses launched from ``config`` (``CALCMATE_EHR_DSN`` set from ``dsn``)."""
+        _check_format(fmt)
         env = {**(env or {}), **({"CALCMATE_EHR_DSN": dsn} if dsn else {})}
         params = load_servers_config(config, env)
-        names = servers or tuple(params)
+        for p in params.values():
+            p.env = {**(p.env or {}), ENV_TOOLS_FORMAT: fmt}
+        names = tuple(SERVER_ALIASES.get(n, n) for n in servers) if servers else tuple(params)
         return cls({n: (lambda p=params[n]: p) for n in names})
 
     # -- session -----------------------------------------------------------------------------
