@@ -1,5 +1,7 @@
-"""Tool latency: p50/p95 of every tool in-process and over stdio, next to two baselines
-(a raw psycopg query on the same database, and a bare ``python -c`` spawn), all in one run.
+"""Tool latency: each stdio server's start-up (spawn to its ``list_tools`` answer), and p50/p95 of
+every tool in-process and over stdio, in the official observation format (the default) and in
+CalcMate's richer one, next to two baselines (a raw psycopg query on the same database, and a bare
+``python -c`` spawn), all in one run.
 
     python benchmarks/bench_tools.py [--n 50] [--out DIR]
 
@@ -66,25 +68,40 @@ def main() -> None:
         reports = [materialize(t, conn, seed=0) for t in tasks]
     lab = next(p for r in reports for p in r.placed if p.kind == "lab")
     calls = {
-        "run_sql": ("postgres", "run_sql", {"query": lab.query}),
-        "list_tables": ("postgres", "list_tables", {}),
-        "describe_tables": ("postgres", "describe_tables", {"table_names": ["laboratory_result", "vital_signs"]}),
-        "search": ("reference", "search", {"query": "serum osmolality sodium glucose BUN"}),
-        "fetch": ("reference", "fetch", {"url": "calcmate://calculators/abg_analyzer"}),
-        "run_python": ("python", "run_python", {"code": "import numpy as np\nprint(round(float(np.log(2.0)), 4))"}),
+        "run_read_only_sql": ("postgres_executor", "run_read_only_sql", {"query": lab.query}),
+        "list_tables": ("postgres_executor", "list_tables", {}),
+        "describe_tables": ("postgres_executor", "describe_tables", {"table_names": ["laboratory_result", "vital_signs"]}),
+        "search": ("google_search", "search", {"query": "serum osmolality sodium glucose BUN"}),
+        "fetch": ("google_search", "fetch", {"url": "calcmate://calculators/abg_analyzer"}),
+        "run_python": ("python_executor", "run_python", {"code": "import numpy as np\nprint(round(float(np.log(2.0)), 4))"}),
     }
+    modes = [(f"{t} {f}", t, f) for f in ("official", "calcmate") for t in ("in-process", "stdio")]
     rows: dict[str, dict[str, list[float]]] = {k: {} for k in calls}
 
     async def bench(mode: str, tb: Toolbox) -> None:
         async with tb:
-            for name, (srv, tool, args) in track(list(calls.items()), description=f"{mode:10s}"):
+            for name, (srv, tool, args) in track(list(calls.items()), description=f"{mode:20s}"):
                 for _ in range(3):  # warm-up
                     text, err = await tb.call(srv, tool, args)
-                    assert not err, (name, text)
+                    assert not err and "Error" not in text[:40], (name, text)
                 rows[name][mode] = await atimed(a.n, lambda: tb.call(srv, tool, args))
 
-    asyncio.run(bench("in-process", Toolbox.in_process(db.ro_dsn)))
-    asyncio.run(bench("stdio", Toolbox.stdio(db.ro_dsn)))
+    async def startup(fmt: str) -> dict[str, list[float]]:
+        """Seconds from spawning each stdio server to its list_tools answer (a fresh process each time)."""
+        out: dict[str, list[float]] = {}
+        for srv in ("postgres_executor", "google_search", "python_executor"):
+            out[srv] = []
+            for _ in range(max(3, a.n // 10)):
+                t = time.perf_counter()
+                async with Toolbox.stdio(db.ro_dsn, servers=(srv,), fmt=fmt) as tb:
+                    await tb.list_tools()
+                    out[srv].append(time.perf_counter() - t)
+        return out
+
+    for mode, transport, fmt in modes:
+        tb = Toolbox.stdio(db.ro_dsn, fmt=fmt) if transport == "stdio" else Toolbox.in_process(db.ro_dsn, fmt=fmt)
+        asyncio.run(bench(mode, tb))
+    starts = {fmt: asyncio.run(startup(fmt)) for fmt in ("official", "calcmate")}
     with psycopg.connect(db.ro_dsn) as conn:
         conn.execute(lab.query).fetchall()
         base_sql = timed(a.n, lambda: conn.execute(lab.query).fetchall())
@@ -94,18 +111,23 @@ def main() -> None:
     server.stop()
 
     ms = lambda x: f"{1000 * x:.2f}"  # noqa: E731
-    lines = ["| tool | in-process p50 / p95 (ms) | stdio p50 / p95 (ms) |", "|---|---|---|"]
+    head = " | ".join(f"{m} p50 / p95 (ms)" for m, _, _ in modes)
+    lines = [f"| tool | {head} |", "|---|" + "---|" * len(modes)]
     for name, r in rows.items():
-        lines.append(f"| {name} | {ms(pct(r['in-process'], .5))} / {ms(pct(r['in-process'], .95))} | "
-                     f"{ms(pct(r['stdio'], .5))} / {ms(pct(r['stdio'], .95))} |")
-    lines.append(f"| baseline: raw psycopg query | {ms(pct(base_sql, .5))} / {ms(pct(base_sql, .95))} | |")
-    lines.append(f"| baseline: `python -c` spawn (numpy) | {ms(pct(base_py, .5))} / {ms(pct(base_py, .95))} | |")
+        lines.append(f"| {name} | " + " | ".join(f"{ms(pct(r[m], .5))} / {ms(pct(r[m], .95))}" for m, _, _ in modes) + " |")
+    lines.append(f"| baseline: raw psycopg query | {ms(pct(base_sql, .5))} / {ms(pct(base_sql, .95))} |" + " |" * (len(modes) - 1))
+    lines.append(f"| baseline: `python -c` spawn (numpy) | {ms(pct(base_py, .5))} / {ms(pct(base_py, .95))} |" + " |" * (len(modes) - 1))
+    lines += ["", "| stdio server start-up (spawn → list_tools), s | official p50 / max | calcmate p50 / max |", "|---|---|---|"]
+    for srv in starts["official"]:
+        o, c = starts["official"][srv], starts["calcmate"][srv]
+        lines.append(f"| {srv} | {pct(o, .5):.2f} / {max(o):.2f} | {pct(c, .5):.2f} / {max(c):.2f} |")
     table = "\n".join(lines)
     print(table)
     if a.out:
         a.out.mkdir(parents=True, exist_ok=True)
         (a.out / "bench_tools.md").write_text(table + "\n")
         data = {k: {m: {"p50": pct(v, .5), "p95": pct(v, .95), "mean": statistics.mean(v)} for m, v in r.items()} for k, r in rows.items()}
+        data["startup_s"] = {f: {k: {"p50": pct(v, .5), "max": max(v)} for k, v in d.items()} for f, d in starts.items()}
         data["baseline_psycopg"] = {"p50": pct(base_sql, .5), "p95": pct(base_sql, .95)}
         data["baseline_python_spawn"] = {"p50": pct(base_py, .5), "p95": pct(base_py, .95)}
         (a.out / "bench_tools.json").write_text(json.dumps(data, indent=2))

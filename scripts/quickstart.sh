@@ -53,11 +53,13 @@ stage() {  # stage NAME DONE_MARKER CMD...
 stage "registry on MedCalc-Bench dev" "$OUT/medcalc_bench_report.json" \
   python eval/medcalc_bench.py --solver registry --csv "$DEV_CSV" --out "$OUT/medcalc_bench_report.json"
 
-stage "synthesize trajectories" "$OUT/data/stats.json" \
-  python data_gen/synthesize.py --config configs/synth/offline.yaml --out "$OUT/data" --set num_tasks="$TASKS"
-
 stage "build tiny Qwen3" "$OUT/tiny-qwen3/config.json" \
   python scripts/build_tiny_model.py --out "$OUT/tiny-qwen3"
+
+# rows are counted with the training tokenizer and chat template; longer ones are dropped and counted
+stage "synthesize trajectories" "$OUT/data/stats.json" \
+  python data_gen/synthesize.py --config configs/synth/offline.yaml --out "$OUT/data" --set num_tasks="$TASKS" \
+    export.tokenizer="$OUT/tiny-qwen3" export.max_length=32768
 
 stage "SFT (torchrun, 2 processes, ZeRO-3, SP=2)" "$OUT/sft/model.safetensors" \
   torchrun --standalone --nproc_per_node 2 train/sft.py --config configs/tiny-cpu.yaml \
@@ -66,14 +68,14 @@ stage "SFT (torchrun, 2 processes, ZeRO-3, SP=2)" "$OUT/sft/model.safetensors" \
 
 LIMIT=()
 [ "$EVAL_TASKS" != "0" ] && LIMIT=(--limit "$EVAL_TASKS")
-stage "evaluate oracle (ceiling)" "$OUT/eval-oracle/scores.json" \
+stage "evaluate oracle (registry + tools, honest coverage)" "$OUT/eval-oracle/scores.json" \
   python eval/evaluate.py --config configs/eval/oracle.yaml \
     --tasks "$DEV_TASKS" --out "$OUT/eval-oracle" "${LIMIT[@]}"
 stage "evaluate tiny CalcMate checkpoint" "$OUT/eval-sft/scores.json" \
   python eval/evaluate.py --config configs/eval/medmcp_calc_cpu.yaml --model "$OUT/sft" \
     --tasks "$DEV_TASKS" --out "$OUT/eval-sft" "${LIMIT[@]}"
 
-python -m calcmate.report "$OUT/eval-sft/scores.json" "$OUT/eval-oracle/scores.json" --names "tiny CalcMate (quickstart)" "oracle (ceiling)"
+python -m calcmate.report "$OUT/eval-sft/scores.json" "$OUT/eval-oracle/scores.json" --names "tiny CalcMate (quickstart)" "oracle (registry coverage)"
 echo
 echo "Stage wall times:"; while IFS=$'\t' read -r n t; do printf '  %-45s %s\n' "$n" "$t"; done < "$TIMES"
 echo

@@ -10,7 +10,7 @@ from importlib import resources
 import pytest
 
 from calcmate.calculators import registry
-from calcmate.calculators.growth import lms_at, lms_rows, lms_table, lms_z
+from calcmate.calculators.growth import age_row, lms_at, lms_rows, lms_table, lms_z
 from calcmate.calculators.spec import CalculatorInputError
 
 LFA = registry().get("CDC/NCHS Infant Length for Age Percentiles (<36 months)")
@@ -41,8 +41,8 @@ def test_interpolates_lms_between_rows():
     lo, hi = lms_at("lenageinf", "male", 6.5), lms_at("lenageinf", "male", 7.5)
     mid = lms_at("lenageinf", "male", 7.0)
     assert mid == pytest.approx(tuple((a + b) / 2 for a, b in zip(lo, hi)))
-    # the child at the interpolated median is at the 50th percentile
-    assert LFA(sex="male", age_months=7.0, length=mid[1]).value == pytest.approx(50.0, abs=0.05)
+    # age charts read the completed-month row (CDC file convention, as MDCalc): 7.0 months is the 7.5 row
+    assert LFA(sex="male", age_months=7.0, length=age_row("lenageinf", "male", 7.0)[2]).value == pytest.approx(50.0, abs=0.05)
 
 
 def test_lms_z_limit_at_l_zero():

@@ -14,6 +14,8 @@ import json
 import re
 import uuid
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from calcmate.agent.final_answer import FinalAnswerError, has_final_answer, parse_final_answer, write_final_answer
@@ -133,7 +135,7 @@ NATIVE_SYSTEM_PROMPT = (
     "You are CalcMate, a clinical calculation assistant working at an EHR workstation. "
     "Answer the clinician's question about their patient by choosing the right medical calculators, "
     "looking up each calculator's reference (search, fetch), retrieving every input from the EHR "
-    "database with SQL (describe_tables, run_sql), and computing with run_python. Use only values "
+    "database with SQL (list_tables, describe_tables, run_read_only_sql), and computing with run_python. Use only values "
     "that the tools return. When every calculation is done, reply without tool calls and end with "
     "the final answer block, one entry per calculator:\n"
     + write_final_answer([{"calculator": "<calculator name>", "value": "<number or category>",
@@ -147,58 +149,25 @@ def _chat_fields(m: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- react_json ------------------------------------------------------------------------------
-# The prompt of MedMCP-Calc (SPIRAL-MED/MedMCP-Calc, MIT licence, Zhu et al.), appendix A.3 /
-# codes/agent/react_prompt.j2, reproduced so scores are comparable with the paper. Each round
-# re-renders this one prompt as a single user message, with the history inside it.
-REACT_PROMPT = """You are an expert Clinical Assessment Assistant and ReAct (Reasoning and Acting) agent.
-
-Your primary role is to perform accurate medical calculations and clinical assessments based on patient-specific data retrieved from the EHR database.
-
-You need to answer the following question:
-Question: {question}
-
-Your goal is to reason about the question and decide on the best course of action to answer it accurately.
-You need to choose the appropriate tool based on the question. If no tool is needed, reply directly.
-Please use only the tools that are explicitly defined below.
-
-Here are the tools you have:
-{tools}
+# The prompt of MedMCP-Calc (SPIRAL-MED/MedMCP-Calc, MIT licence, Zhu et al.): codes/agent/react_prompt.j2,
+# vendored verbatim as calcmate/agent/data/react_prompt.j2 and rendered with jinja2 exactly as the
+# official ReAct agent (codes/agent/react.py) renders it: each round re-renders this one prompt as
+# a single user message, with the history ("Step: n", "Thought: ...", "Action: ...", "Result: ...")
+# inside it, so scores are comparable with the paper and a model trained on react_json rows sees
+# what the official harness shows it.
+REACT_PROMPT_PATH = Path(__file__).with_name("data") / "react_prompt.j2"
 
 
-{history}
+@lru_cache(maxsize=1)
+def _react_template():
+    import jinja2
 
-Instructions:
-1. Analyze the query, previous reasoning steps, and results.
-2. Decide on the next action: use a tool or provide a final answer.
-3. Your MUST output the final answer within {max_steps} steps.
-4. Respond in the following JSON format:
+    return jinja2.Template(REACT_PROMPT_PATH.read_text(encoding="utf-8"))
 
-If you need to use a tool:
-{{
-    "thought": "Your detailed reasoning about what to do next",
-    "action": {{
-        "reason": "Explanation of why you chose this tool",
-        "server": "server-name",
-        "tool": "tool-name",
-        "arguments": {{
-            "argument-name": "argument-value"
-        }}
-    }}
-}}
 
-If you have enough information to answer the query:
-{{
-    "thought": "Your final reasoning process to derive the answer.",
-    "answer": "Final answer to the query"
-}}
-
-Remember:
-- Be thorough in your reasoning.
-- Use tools when you need more information.
-- Always base your reasoning on the actual results from tool use.
-- If a tool returns no results or fails, acknowledge this and consider using a different tool or approach.
-- Provide a final answer in the JSON when you're confident you have sufficient information.
-- The response must be in a valid JSON format. Only JSON output is required, with no additional content."""
+def render_react_prompt(question: str, tools_json: str, history: list[str], max_steps: int) -> str:
+    return _react_template().render(TOOLS_PROMPT=tools_json, HISTORY="\n".join(history) if history else "EMPTY",
+                                     QUESTION=question, MAX_STEPS=max_steps)
 
 
 class ReactJsonProtocol:
@@ -216,6 +185,7 @@ class ReactJsonProtocol:
 
     def render(self, messages: list[dict[str, Any]], tools: list[ToolSpec], max_rounds: int) -> tuple[list[dict], None]:
         question = next(m["content"] for m in messages if m["role"] == "user")
+        # MCPManager.list_tools_str: every MCP tool object dumped, with its server's name injected
         tools_json = json.dumps([t.react_schema() for t in tools], ensure_ascii=False, indent=2)
         lines: list[str] = []
         step = 0
@@ -225,15 +195,18 @@ class ReactJsonProtocol:
                 lines += [f"Step: {step}", f"Thought: {m.get('thought', '')}"]
                 for c in m.get("tool_calls", []):
                     f = c["function"]
-                    lines.append(f"Action: Using tool `{f['name']}` in server `{c.get('server', '')}` with args {f['arguments']}")
+                    try:  # the official history shows the arguments as a Python dict
+                        args = repr(json.loads(f["arguments"]))
+                    except (json.JSONDecodeError, TypeError):
+                        args = str(f["arguments"])
+                    lines.append(f"Action: Using tool `{f['name']}` in server `{c.get('server', '')}` with args {args}")
                 if m.get("answer") is not None:
                     lines.append(f"Answer: {m['answer']}")
             elif m["role"] == "tool":
                 lines.append(f"Result: {m['content']}")
             elif m["role"] == "user":
                 lines.append(m["content"])
-        history = ("Previous steps and results:\n\n" + "\n".join(lines)) if lines else "Previous steps and results: EMPTY"
-        prompt = REACT_PROMPT.format(question=question, tools=tools_json, history=history, max_steps=max_rounds)
+        prompt = render_react_prompt(question, tools_json, lines, max_rounds)
         return [{"role": "user", "content": prompt}], None
 
     def parse(self, text: str) -> Action:
@@ -289,8 +262,9 @@ class ReactJsonProtocol:
         return msg
 
     def tool_message(self, call: ToolCall, text: str, is_error: bool) -> dict[str, Any]:
+        # the official MCPClient prefixes a result flagged as an error
         return {"role": "tool", "tool_call_id": call.id, "name": call.name,
-                "content": f"Tool execution error: {text}" if is_error and not text.startswith("Error") else text}
+                "content": f"Tool Execution Error: {text}" if is_error else text}
 
     def error_message(self, error: str) -> dict[str, Any]:
         return {"role": "user", "content": f"Error: {error}"}
@@ -307,4 +281,4 @@ def get_protocol(name: str) -> NativeProtocol | ReactJsonProtocol:
 
 
 __all__ = ["Action", "ToolCall", "NativeProtocol", "ReactJsonProtocol", "get_protocol", "strip_think",
-           "has_final_answer", "REACT_PROMPT"]
+           "has_final_answer", "render_react_prompt"]

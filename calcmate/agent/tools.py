@@ -35,9 +35,17 @@ class ToolSpec:
             "name": self.name, "description": self.description, "parameters": dict(self.input_schema)}}
 
     def react_schema(self) -> dict[str, Any]:
-        """The official harness's tool listing: the MCP tool object plus ``server_name``."""
-        return {"name": self.name, "description": self.description,
-                "inputSchema": dict(self.input_schema), "server_name": self.server}
+        """One entry of the official harness's tool listing (``MCPManager.list_tools_str``): the mcp 1.x
+        ``Tool.model_dump()`` of a FastMCP tool (schemas in pydantic's key order, the ``-> str``
+        output schema FastMCP derives) plus ``server_name``."""
+        order = ("properties", "required", "title", "type")
+        schema = dict(self.input_schema)
+        schema = {**{k: schema[k] for k in order if k in schema}, **{k: v for k, v in schema.items() if k not in order}}
+        output = {"properties": {"result": {"title": "Result", "type": "string"}}, "required": ["result"],
+                  "title": f"{self.name}Output", "type": "object"}
+        return {"name": self.name, "title": None, "description": self.description, "inputSchema": schema,
+                "outputSchema": output, "icons": None, "annotations": None, "meta": None, "execution": None,
+                "server_name": self.server}
 
 
 @runtime_checkable

@@ -32,6 +32,7 @@ from calcmate.agent.trajectory import FinalAnswerItem, Trajectory
 from calcmate.calculators.spec import normalize_name
 from calcmate.scoring.tolerance import parse_number, values_match
 from calcmate.tasks import Task
+from calcmate.tools.official import is_error_text, sql_rows
 from calcmate.units import UnitError, convert
 
 TOOL_KINDS = ("sql", "python", "search", "fetch")
@@ -115,7 +116,8 @@ class SqlEvidence:
     """The text of every successful SQL result of a trajectory, indexed for value lookup."""
 
     def __init__(self, traj: Trajectory):
-        texts = [c.result for c in traj.tool_calls if CATEGORY.get(c.tool) == "sql" and c.tool not in ("list_tables", "describe_tables") and not c.is_error]
+        texts = [c.result for c in traj.tool_calls if CATEGORY.get(c.tool) == "sql" and c.tool not in ("list_tables", "describe_tables")
+                 and not c.is_error and not is_error_text(c.result)]
         self.raw = "\n".join(texts)
         self.norm = " " + normalize_name(self.raw) + " "
         self.numbers = [float(x) for x in _NUM.findall(self.raw.replace(",", ""))]
@@ -186,8 +188,21 @@ def _is_age_field(field: str) -> bool:
 
 
 def _result_ages(raw: str) -> list[float]:
-    """Ages (in years) in ``col | col`` result tables whose header has an age column."""
+    """Ages (in years) in SQL results with an age column: official JSON rows, or ``col | col`` tables."""
     out: list[float] = []
+    for line in raw.splitlines():
+        for row in sql_rows(line) or []:
+            keys = {k.lower(): k for k in row}
+            age_k = next((k for lk, k in keys.items() if re.fullmatch(r"(\w+_)?age", lk)), None)
+            if age_k is None:
+                continue
+            unit_k = next((k for lk, k in keys.items() if re.fullmatch(r"(\w+_)?age_unit", lk)), None)
+            try:
+                age = float(row[age_k])
+            except (TypeError, ValueError):
+                continue
+            unit = str(row[unit_k]).lower() if unit_k and row[unit_k] else "years"
+            out.append(age / next((v for k, v in _AGE_YEARS.items() if unit.startswith(k)), 1.0))
     age_i = unit_i = None
     width = 0
     for line in raw.splitlines():

@@ -2,8 +2,9 @@
 
 One row per trajectory:
 
-* ``messages``: OpenAI chat format (system, user, the planning header as the first assistant
-  turn, assistant ``tool_calls`` with JSON-string ``arguments``, ``tool`` results, final answer);
+* ``messages``: OpenAI chat format, exactly the episode the teacher ran (system, user, assistant turns
+  with ``tool_calls`` and JSON-string ``arguments`` -- the first one opens with the global plan --,
+  ``tool`` results, final answer); every assistant turn but the last calls a tool;
 * ``tools``: the tool JSON schemas, as a JSON string (TRL's SFTTrainer decodes a string ``tools``
   column, and a string keeps parquet's schema the same for every row);
 * metadata: ``domain``, ``scenario``, ``calculators``, ``num_tokens`` (under the Qwen3 chat
@@ -22,7 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from calcmate.agent.tools import CATEGORY
+from calcmate.agent.tools import CATEGORY, SQL_TOOLS
 from calcmate.agent.trajectory import Trajectory
 from calcmate.io import atomic_write_text
 from calcmate.tasks import Task
@@ -33,19 +34,15 @@ CHARS_PER_TOKEN = 3.6  # fallback estimate when no Qwen3 tokenizer is available 
 _KEEP = ("role", "content", "tool_calls", "tool_call_id", "name")
 
 
-def chat_messages(traj: Trajectory, header: str | None = None) -> list[dict[str, Any]]:
-    """Native-protocol messages, cleaned to chat fields, with the planning header as the first
-    assistant turn (before the first tool call)."""
+def chat_messages(traj: Trajectory) -> list[dict[str, Any]]:
+    """Native-protocol messages, cleaned to chat fields: the episode as it ran. The plan is part of
+    the first tool-calling turn (never a turn of its own, which would teach a model to stop there)."""
     out: list[dict[str, Any]] = []
-    inserted = header is None
     for m in traj.messages:
         msg = {k: m[k] for k in _KEEP if k in m and m[k] is not None}
         msg.setdefault("content", "")
         if msg.get("tool_calls"):
             msg["tool_calls"] = [_clean_call(c) for c in msg["tool_calls"]]
-        if not inserted and msg["role"] == "assistant":
-            out.append({"role": "assistant", "content": header})
-            inserted = True
         out.append(msg)
     return out
 
@@ -57,13 +54,12 @@ def _clean_call(c: dict[str, Any]) -> dict[str, Any]:
             "function": {"name": f.get("name", ""), "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)}}
 
 
-def react_json_messages(traj: Trajectory, header: str | None = None, question: str | None = None) -> list[dict[str, Any]]:
-    """The paper's JSON ReAct rendering: JSON assistant turns, observations as user turns."""
-    msgs = chat_messages(traj, None)
+def react_json_messages(traj: Trajectory, question: str | None = None) -> list[dict[str, Any]]:
+    """The paper's JSON ReAct rendering: JSON assistant turns (the plan inside the first ``thought``),
+    observations as user turns."""
+    msgs = chat_messages(traj)
     q = question or next((m["content"] for m in msgs if m["role"] == "user"), "")
     out: list[dict[str, Any]] = [{"role": "user", "content": q}]
-    if header:
-        out.append({"role": "assistant", "content": json.dumps({"thought": header, "plan": True}, ensure_ascii=False)})
     seen_user = False
     for m in msgs:
         if m["role"] == "system":
@@ -128,7 +124,7 @@ def count_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | N
 def tool_call_counts(traj: Trajectory) -> dict[str, int]:
     out = {"sql": 0, "python": 0, "search": 0, "fetch": 0}
     for c in traj.tool_calls:
-        if c.tool in ("run_sql", "run_read_only_sql"):
+        if c.tool in SQL_TOOLS:
             out["sql"] += 1
         elif CATEGORY.get(c.tool) in out and c.tool not in ("list_tables", "describe_tables"):
             out[CATEGORY[c.tool]] += 1
@@ -139,11 +135,10 @@ def tool_call_counts(traj: Trajectory) -> dict[str, int]:
 def export_row(task: Task, traj: Trajectory, tools: list[dict[str, Any]], *, teacher: str,
                render: Literal["native", "react_json"] = "native", tokenizer: str | None = None,
                attempts: int = 1) -> dict[str, Any]:
-    header = (task.plan or {}).get("header")
     if render == "react_json":
-        messages, row_tools = react_json_messages(traj, header, task.fuzzy_question), None
+        messages, row_tools = react_json_messages(traj, task.fuzzy_question), None
     else:
-        messages, row_tools = chat_messages(traj, header), tools
+        messages, row_tools = chat_messages(traj), tools
     n_tokens, method = count_tokens(messages, row_tools, tokenizer)
     plan = task.plan or {}
     return {

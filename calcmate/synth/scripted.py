@@ -1,68 +1,206 @@
-"""The scripted teacher: the evaluator's oracle policy, plus a thought on each result.
+"""The scripted teacher: the evaluator's oracle policy, speaking as a clinician-engineer would.
 
-It is the same code as ``calcmate.agent.oracle.OraclePolicy`` (same tool calls, same SQL, same
-final answer); the only addition is the ReAct thought after each ``run_python`` result: the value,
-its interpretation, and for a branch decider which arm the value triggers, so the trained model
-learns to say why the next step follows. When the calculator just computed is the last one (a
-decider whose arm is empty, say), the thought opens the final answer's prose instead: a final turn
-has no tool call to carry it, and the branch sentence must not be lost.
+The tool calls, the SQL, the values read from the results and the programs are the oracle's
+(``calcmate.agent.oracle``): every value comes from a tool result, every number from a program
+generated from the registry's source. The teacher changes only the language and adds what a careful
+agent does:
+
+* the global plan (goals, inputs by concept, dependencies, branch rules) opens the first tool-calling
+  turn, beside the first calls, which go out in parallel where the protocol allows;
+* thoughts composed from the grammar (``calcmate.synth.grammar``): why this tool, which row is used and
+  by which rule, what the reference needs, what each result means and which branch it triggers;
+* searches phrased as a clinician would type them (an alias or what the score estimates, not the
+  registry's canonical name), reading the hit list and searching again when the reference is not in it;
+* in a share of trajectories (``recovery_rate``), a realistic mistake and its repair through the real
+  tools: a guessed column (error -> describe_tables -> corrected query) or an exact-match filter
+  (empty -> broadened);
+* a closing answer that gives each value with its unit and meaning and answers the clinical ask.
 """
 
 from __future__ import annotations
 
+import random
+import re
 from typing import Any
 
 from calcmate.agent.episode import EpisodeState
-from calcmate.agent.oracle import OraclePolicy
-from calcmate.agent.policy import Turn
+from calcmate.agent.oracle import CalcWork, OraclePolicy, Reading, SqlStep
 from calcmate.calculators.registry import registry
+from calcmate.synth import grammar as gr
 from calcmate.synth.composer import branch_from_dict
-from calcmate.synth.fuzzy import clean_label
+
+RULES = {"most_recent": "most_recent", "earliest": "admission", "only": "single"}
 
 
 class ScriptedTeacher(OraclePolicy):
     name = "teacher:scripted"
 
-    async def act(self, state: EpisodeState) -> Turn:
-        pending = self._pending
-        turn = await super().act(state)
-        if pending is None or turn.action is None:
-            return turn
-        value = self._values.get(pending.order, pending.final_answer)
-        note = result_thought(state.task.plan or {}, pending, value)
-        turn.action.thought = f"{note} {turn.action.thought}".strip()
-        for c in turn.action.tool_calls:
-            c.reason = turn.action.thought
-        if turn.action.answer is not None and not turn.action.tool_calls:
-            turn.action.answer = f"{note}\n\n{turn.action.answer}"
-        return turn
+    def __init__(self, recovery_rate: float = 0.15, seed: int = 0):
+        super().__init__()
+        self.recovery_rate, self.seed = recovery_rate, seed
+
+    async def start(self, state: EpisodeState) -> None:
+        await super().start(state)
+        self.rng = random.Random(f"{self.seed}:{state.task.task_id}")
+        self.task = state.task
+        # at most one staged mistake per trajectory, on one query, with probability recovery_rate
+        self._recover_sql = None
+        if self.steps and self.rng.random() < self.recovery_rate:
+            st = self.rng.choice(self.steps)
+            self._recover_sql = (st.sql, "column" if "test_result" in st.sql or self.rng.random() < 0.5 else "empty")
+
+    # -- language -----------------------------------------------------------------------------------------
+    def plan_text(self, state: EpisodeState) -> str:
+        return gr.plan_text(state.task, self.rng)
+
+    def search_query(self, work: CalcWork) -> str:
+        calc = work.calc
+        if calc is None:
+            return work.answer.name
+        options = [a for a in calc.aliases if not re.search(r"\(\d{4}\)", a) and len(a) > 3]
+        what = gr.output_phrase(calc)
+        if what:
+            options += [what, f"{what} calculator"]
+        tags = gr.specific_tags(calc)
+        if tags:
+            options.append(" ".join(tags[:3]) + " score")
+        options = [o for o in options if o.lower() != calc.name.lower()] or [calc.name]
+        return self.rng.choice(options)
+
+    def say(self, kind: str, **s: Any) -> str:
+        w: CalcWork | None = s.get("work")
+        calc = w.calc if w is not None else None
+        try:
+            if kind == "explore_schema":
+                return gr.thought("explore_schema", {"goal": _goal(self.task), "n_tables": s.get("n_tables")}, self.rng)
+            if kind == "describe_tables":
+                return gr.thought("describe_tables", {"tables": s["tables"]}, self.rng)
+            if kind == "search":
+                return gr.thought("search", {"concept": s["name"]}, self.rng)
+            if kind == "search_again":
+                return gr.thought("search", {"concept": s["name"], "prev": "the last search"}, self.rng)
+            if kind == "pick_hit":
+                slots = {"title": calc.name if calc else s["name"], "position": s.get("position") or 1}
+                if (s.get("position") or 1) > 1 and s.get("top_title"):
+                    slots["top_title"] = s["top_title"]
+                return gr.thought("pick_hit", slots, self.rng)
+            if kind in ("retrieve", "retrieve_guess", "retrieve_narrow", "retrieve_corrected"):
+                return gr.thought("retrieve", {"concepts": s.get("fields") or "the inputs", "table": s.get("tables") or "the EHR",
+                                               "calc": s.get("name")}, self.rng)
+            if kind == "recover_error":
+                return gr.thought("recover_error", {"table": s["tables"], "error": s.get("error")}, self.rng)
+            if kind == "recover_empty":
+                return gr.thought("recover_empty", {"concept": s.get("fields") or "the inputs", "table": s.get("tables")}, self.rng)
+            if kind == "compute":
+                return self._compute_thought(s["work"])
+        except (KeyError, ValueError):
+            pass
+        return super().say(kind, **s)
+
+    def _compute_thought(self, w: CalcWork) -> str:
+        parts = []
+        for r in w.readings:
+            t = self._reading_thought(r, w)
+            if t:
+                parts.append(t)
+        conv = _conversions(w)
+        slots = {"calc": w.calc.name, "inputs": ", ".join(r.field for r in w.readings[:6])}
+        if conv:
+            slots["conversion"] = conv
+        parts.append(gr.thought("compute", slots, self.rng))
+        return " ".join(parts)
+
+    def _reading_thought(self, r: Reading, w: CalcWork) -> str:
+        if r.how == "default":
+            return gr.thought("missing_default", {"concept": r.field, "default": str(r.value), "calc": w.calc.name}, self.rng)
+        if r.how == "fed":
+            return f"{r.field} is the {r.source} result computed above: {r.value}."
+        if r.how != "row" or r.n_rows <= 1:
+            return ""
+        rule = RULES.get(r.rule)
+        value = r.value
+        if rule is None:  # a value measured at a stated time, neither the newest nor the first
+            return (f"{r.n_rows} {r.field} results are on file; the one this input refers to is the "
+                    f"measurement of {r.time} ({value}{' ' + r.unit if r.unit else ''}), not the newest.")
+        return gr.thought("select_value", {"rule": rule, "concept": r.field, "value": value, "unit": r.unit or None,
+                                           "time": r.time or None, "n_rows": r.n_rows}, self.rng)
+
+    def after_fetch(self, state: EpisodeState, work: CalcWork) -> None:
+        if work.calc is None:
+            return
+        try:
+            inputs = ", ".join(gr.input_concepts(work.calc, limit=5, rng=self.rng))
+            self.note = gr.thought("fetch_read", {"calc": work.calc.name, "inputs": inputs or None}, self.rng)
+        except (KeyError, ValueError):
+            self.note = ""
+
+    def after_result(self, state: EpisodeState, work: CalcWork, index: int) -> None:
+        calc, value = work.calc, work.value
+        interp = None
+        try:
+            interp = calc.interpret(value)
+        except Exception:  # noqa: BLE001 - a value the bands do not cover
+            pass
+        nxt = next((x.calc.name for x in self.works[index + 1:] if x.calc is not None), None)
+        slots = {"calc": calc.name, "value": value, "unit": calc.output.unit or None, "interpretation": interp, "next": nxt}
+        text = gr.thought("result", slots, self.rng)
+        for b in self._branches(calc.id):
+            text += " " + b
+        self.note = text
+
+    def _branches(self, cid: str) -> list[str]:
+        out = []
+        reg = registry()
+        for bd in (self.task.plan or {}).get("branches", []):
+            if bd.get("decider") != cid:
+                continue
+            b = branch_from_dict(bd)
+            w = next(x for x in self.works if x.calc is not None and x.calc.id == cid)
+            arm = b.arm(w.value)
+            chosen = b.then if arm == "then" else b.else_
+            other = b.else_ if arm == "then" else b.then
+            names = lambda ids: " and ".join(reg.get(i).name for i in ids)  # noqa: E731
+            slots = {"calc": w.calc.name, "value": w.value, "threshold": f"{b.op} {b.threshold}" if b.op != ">=" else b.threshold,
+                     "arm": arm, "chosen": names(chosen) if chosen else "none", "unit": w.calc.output.unit or None}
+            if other:
+                slots["other"] = names(other)
+            src = bd.get("source") or bd.get("citation")
+            if src:
+                slots["source"] = src
+            out.append(gr.thought("branch", slots, self.rng))
+        return out
+
+    def recovery(self, state: EpisodeState, step: SqlStep) -> str | None:
+        if self._recover_sql and self._recover_sql[0] == step.sql:
+            self._recover_sql = None
+            kind = self._recover_sql_kind = "column" if "test_result" in step.sql else "empty"
+            if kind == "empty" and "ILIKE" not in step.sql:
+                kind = "column"
+            return kind
+        return None
+
+    def final_text(self, state: EpisodeState, works: list[CalcWork]) -> str:
+        done = [{"name": w.calc.name, "value": w.value, "unit": w.calc.output.unit, "calculator_id": w.calc.id}
+                for w in works if w.computed]
+        text = gr.final_prose(state.task, done, self.rng) if done else ""
+        missing = [w for w in works if not w.computed]
+        if missing:
+            text += "\n\n" + " ".join(f"{w.answer.name} could not be computed: {w.reason}." for w in missing)
+        return text.strip()
 
 
-def result_thought(plan: dict[str, Any], answer: Any, value: Any) -> str:
-    """"<name> = <value> (<interpretation>). [Branch sentence.]" for the calculator just computed."""
-    reg = registry()
-    calc = reg.find(answer.name)
-    unit = f" {calc.output.unit}" if calc is not None and calc.output.unit else ""
-    interp = None
-    if calc is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
-        interp = calc.interpret(value)
-    elif calc is not None:
-        interp = calc.interpret(value)
-    text = f"{answer.name} = {value}{unit}" + (f" ({interp})." if interp else ".")
-    cid = getattr(answer, "calculator_id", None) or (calc.id if calc else None)
-    for bd in plan.get("branches", []):
-        if bd.get("decider") != cid:
-            continue
-        b = branch_from_dict(bd)
-        arm = b.arm(value)
-        chosen = b.then if arm == "then" else b.else_
-        other = b.else_ if arm == "then" else b.then
-        names = lambda ids: " and ".join(reg.get(i).name for i in ids)  # noqa: E731
-        if b.op == ">=":
-            cond = (f"{value} is at or above the {b.threshold:g}{unit} cut-off ({clean_label(b.then_label)})" if arm == "then"
-                    else f"{value} is below the {b.threshold:g}{unit} cut-off ({clean_label(b.else_label)})")
-        else:
-            cond = f"the result {'is' if arm == 'then' else 'is not'} \"{b.threshold}\""
-        text += f" Since {cond}, the plan's branch goes to " + (names(chosen) if chosen else "no further calculator on this arm")
-        text += f", not {names(other)}." if other else "."
-    return text
+def _goal(task: Any) -> str:
+    cat = (task.plan or {}).get("category") or "this patient's assessment"
+    return f"the {cat.lower()} work-up"
+
+
+def _conversions(w: CalcWork) -> str:
+    """Inputs whose unit the program converts, said as such ("creatinine from µmol/L")."""
+    out = []
+    for r in w.readings:
+        if r.how == "row" and r.unit:
+            spec = next((i for i in w.calc.inputs if r.field.lower() in [n.lower() for n in i.names()]), None)
+            unit = getattr(spec, "unit", None) if spec is not None else None
+            if unit and unit.replace(" ", "") != r.unit.replace(" ", ""):
+                out.append(f"{r.field} from {r.unit} to {unit}")
+    return "; ".join(out)

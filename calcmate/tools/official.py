@@ -139,6 +139,16 @@ def python_output(stdout: str, stderr: str) -> str:
     return "\n\n".join(out) if out else PY_NO_OUTPUT
 
 
+ERROR_PREFIXES = ("SQL Execution Error:", "Database Error:", "Unexpected Error:", "System Error:", "Error listing tables:",
+                  "Tool Execution Error:", "<error>", "Security Error:", "Error: Execution timed out")
+
+
+def is_error_text(text: str) -> bool:
+    """An official server reports failures as ordinary strings; this recognises them."""
+    t = (text or "").lstrip()
+    return t.startswith(ERROR_PREFIXES) or t.startswith('{"error":')
+
+
 def sql_rows(text: str) -> list[dict[str, Any]] | None:
     """The rows of an official ``run_read_only_sql`` observation (all statements), or None if the text
     is not one (an error string, or the calcmate pipe table)."""
