@@ -36,7 +36,9 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from calcmate.calculators import Calculator, CalculatorInputError, UnknownCalculatorError, normalize_name, registry
+from calcmate.calculators.spec import is_not_mentioned
 from calcmate.scoring.tolerance import medcalc_correct
+from calcmate.units import decimal_mark_context, detect_decimal_mark
 
 __all__ = [
     "Answer", "BenchRow", "CalcStats", "RegistrySolver", "Report", "Solver", "Unsolvable",
@@ -191,8 +193,33 @@ def _generic(calc: Calculator, entities: Mapping[str, Any], notes: list[str]) ->
         if key is None:
             notes.append(f"ignored entity {name!r}: maps to no input of {calc.id}")
             continue
+        if is_not_mentioned(value):  # 'Not mentinoed' (sic): not reported, as if the entity were absent
+            notes.append(f"entity {name!r} is {value!r}: read as not reported")
+            continue
         out[key] = _merge(calc, key, out[key], value, name, notes) if key in out else value
     return out
+
+
+_BLACK = {"black", "african american", "black or african american", "african-american"}
+
+
+def _mdrd(calc: Calculator, entities: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
+    """``'Race': 'Black' | 'White' | ...``: MDRD's input is the race coefficient's indicator (Black or not).
+    Levey 2006 applies ×1.212 to Black patients only, so any other reported race is 'not Black'."""
+    ent = dict(entities)
+    race = None
+    for k in [k for k in ent if normalize_name(k) == "race"]:
+        race = ent.pop(k)
+    inputs = _generic(calc, ent, notes)
+    if race is not None and not is_not_mentioned(race):
+        if isinstance(race, bool):
+            inputs["black_race"] = race
+        elif isinstance(race, str) and race.strip():
+            inputs["black_race"] = normalize_name(race) in {normalize_name(b) for b in _BLACK}
+            notes.append(f"entity 'Race' is {race!r}: Black race {'yes' if inputs['black_race'] else 'no'}")
+        else:
+            raise Unsolvable(f"entity 'Race' should be a race such as 'Black' or 'White', got {race!r}")
+    return inputs
 
 
 def _strip_unit(value: Any) -> Any:
@@ -244,7 +271,7 @@ def _cockcroft_gault(calc: Calculator, entities: Mapping[str, Any], notes: list[
 
 Translator = Callable[[Calculator, Mapping[str, Any], list[str]], dict[str, Any]]
 # MedCalc-Bench id -> explicit translation where entity keys are not plain input names.
-TRANSLATORS: dict[int, Translator] = {2: _cockcroft_gault, 24: _steroid, 49: _mme}
+TRANSLATORS: dict[int, Translator] = {2: _cockcroft_gault, 9: _mdrd, 24: _steroid, 49: _mme}
 
 
 def map_entities(calc: Calculator, entities: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -282,8 +309,10 @@ class RegistrySolver:
             return Answer(reason=f"no calculator registered for MedCalc-Bench id {row.calculator_id}")
         notes: list[str] = []
         try:
-            inputs, notes = map_entities(calc, row.entities)
-            result = calc(inputs)
+            # numerals in the entities are read with the note's decimal mark ("1,250" in an English note is 1250)
+            with decimal_mark_context(detect_decimal_mark(row.patient_note)):
+                inputs, notes = map_entities(calc, row.entities)
+                result = calc(inputs)
         except (Unsolvable, CalculatorInputError, ValueError) as e:
             return Answer(reason=str(e), calculator_id=calc.id, notes=tuple(notes))
         return Answer(value=_answer_value(result.value), calculator_id=calc.id, details=dict(result.details),

@@ -7,8 +7,11 @@ and molar concentration live in one table, ``ANALYTES``, so each molar factor is
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import re
 import unicodedata
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -271,15 +274,178 @@ def is_known_unit(unit: str) -> bool:
         return False
 
 
-_NUM = r"[-+]?(?:\d+(?:[.,]\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+# -- numbers: decimal marks and digit grouping --------------------------------------------------
+# "1,250" is 1250 with an English thousands separator and 1.25 with a decimal comma. The reading is
+# decided from context and never guessed: (1) the digits' structure ("12,345,678", "1,234.5", "1,5",
+# "0,250", "1234,5" each have one reading); (2) a plausible range for the quantity (the caller's, or the
+# field's in ``PLAUSIBLE``); (3) the document's decimal mark (an argument, or ``decimal_mark_context``,
+# e.g. detected by ``detect_decimal_mark`` over the whole note). Still ambiguous: AmbiguousNumberError.
+
+_NUM = r"[-+]?(?:\d[\d.,]*\d|\d)(?:[eE][-+]?\d+)?|[-+]?[.,]\d+(?:[eE][-+]?\d+)?"
 _QTY_RE = re.compile(rf"^\s*({_NUM})\s*(.*?)\s*$")
 
+_DECIMAL_MARK: contextvars.ContextVar[str | None] = contextvars.ContextVar("calcmate_decimal_mark", default=None)
 
-def parse_quantity(text: str) -> tuple[float, str | None]:
-    """Parse "130 mEq/L" -> (130.0, "mEq/L"); "42" -> (42.0, None). Raises ValueError if no number leads."""
+
+class AmbiguousNumberError(ValueError):
+    """A number whose decimal mark cannot be decided from context (``1,250``: 1250 or 1.25?)."""
+
+    def __init__(self, text: str, readings: tuple[float, ...], field: str | None = None, why: str = ""):
+        self.text, self.readings, self.field = text, readings, field
+        where = f"field {field!r}: " if field else ""
+        alts = " or ".join(f"{r:g}" for r in readings)
+        super().__init__(
+            f"{where}{text!r} is ambiguous ({alts}): a comma before exactly three digits may be a thousands "
+            f"separator or a decimal comma{'; ' + why if why else ''}. Write the number without a thousands "
+            "separator and with a decimal point (e.g. 1250 or 1.25), or state the document's decimal mark")
+
+
+@contextlib.contextmanager
+def decimal_mark_context(mark: str | None) -> Iterator[None]:
+    """Within this block numbers are read with ``mark`` ('.' or ',') as the document's decimal mark."""
+    if mark not in (None, ".", ","):
+        raise ValueError(f"decimal mark must be '.' or ',', not {mark!r}")
+    token = _DECIMAL_MARK.set(mark)
+    try:
+        yield
+    finally:
+        _DECIMAL_MARK.reset(token)
+
+
+# Plausible ranges for quantities whose two readings both pass ordinary validation ranges, keyed by
+# normalised field-name words: (low, high, unit). A reading outside is not what the writer meant.
+PLAUSIBLE: dict[str, tuple[float, float, str]] = {
+    "d dimer": (20.0, 100000.0, "ng/mL"),  # FEU; assays report nothing below ~20-200 ng/mL
+}
+
+
+def _norm_words(text: str) -> str:
+    return " ".join(re.sub(r"[^0-9a-z]+", " ", _nfkc(text).lower()).split())
+
+
+def field_plausible(field: str | None, value: float, unit: str | None) -> bool | None:
+    """Whether ``value unit`` is plausible for ``field`` by ``PLAUSIBLE`` (None: no rule applies)."""
+    if not field or not unit:
+        return None
+    words = f" {_norm_words(field)} "
+    for key, (lo, hi, u) in PLAUSIBLE.items():
+        if f" {key} " in words:
+            try:
+                v = convert(value, unit, u)
+            except UnitError:
+                return None
+            return lo <= v <= hi
+    return None
+
+
+_GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+")
+_DOT_GROUPED = re.compile(r"\d{1,3}(?:\.\d{3})+")
+
+
+def _readings(num: str) -> tuple[list[float], str | None]:
+    """The readings of a numeral's digits: one when its structure decides, two when a single comma
+    precedes exactly three digits (thousands first, then decimal). The second item is a reason the
+    numeral is malformed (then no readings)."""
+    sign = ""
+    if num[0] in "+-":
+        sign, num = num[0], num[1:]
+    mant, exp = re.match(r"^([^eE]*)((?:[eE][-+]?\d+)?)$", num).groups()
+    f = lambda m: float(sign + m + exp)  # noqa: E731
+    if "," not in mant:
+        if mant.count(".") <= 1:
+            return [f(mant)], None
+        if _DOT_GROUPED.fullmatch(mant):  # 12.345.678: dots as thousands separators
+            return [f(mant.replace(".", ""))], None
+        return [], "more than one decimal point"
+    if "." in mant:  # both marks: the last one is the decimal mark, the other groups thousands
+        if mant.rfind(".") > mant.rfind(","):
+            int_part, frac = mant.rsplit(".", 1)
+            if _GROUPED.fullmatch(int_part):
+                return [f(int_part.replace(",", "") + "." + frac)], None
+        else:
+            int_part, frac = mant.rsplit(",", 1)
+            if _DOT_GROUPED.fullmatch(int_part):
+                return [f(int_part.replace(".", "") + "." + frac)], None
+        return [], "its thousands separators are not in groups of three digits"
+    if mant.count(",") > 1:
+        if _GROUPED.fullmatch(mant):  # 12,345,678
+            return [f(mant.replace(",", ""))], None
+        return [], "its commas are not thousands separators in groups of three digits"
+    int_part, frac = mant.split(",")
+    if not frac:
+        return [], "nothing follows the comma"
+    if len(frac) == 3 and _GROUPED.fullmatch(mant) and not (int_part.startswith("0") or int_part == ""):
+        return [f(int_part + frac), f(int_part + "." + frac)], None  # 1,250
+    return [f((int_part or "0") + "." + frac)], None  # 1,5 / 0,250 / 1234,5: a decimal comma only
+
+
+def detect_decimal_mark(texts: Iterable[str] | str) -> str | None:
+    """The decimal mark a document uses, from numerals whose structure decides it ('.', ',', or None
+    when there is no evidence or the evidence conflicts)."""
+    if isinstance(texts, str):
+        texts = [texts]
+    dot = comma = 0
+    for t in texts:
+        for m in re.finditer(r"(?<![\d.,])\d[\d.,]*\d(?![\d.,]*\d)", str(t)):
+            n = m.group(0)
+            if "," in n and "." in n:
+                dot += n.rfind(".") > n.rfind(",")
+                comma += n.rfind(",") > n.rfind(".")
+            elif "," in n:
+                if n.count(",") > 1 and _GROUPED.fullmatch(n):
+                    dot += 1  # 12,345,678: English grouping
+                elif n.count(",") == 1 and len(readings := _readings(n)[0]) == 1:
+                    comma += 1  # 1,5 or 0,25: a decimal comma
+            elif n.count(".") == 1 and len(n.split(".")[1]) != 3:
+                dot += 1  # 7.35: a decimal point
+    if dot and not comma:
+        return "."
+    if comma and not dot:
+        return ","
+    return None
+
+
+def parse_number(
+    num: str, *, field: str | None = None, unit: str | None = None, decimal_mark: str | None = None,
+    plausible: Callable[[float], bool] | None = None,
+) -> float:
+    """Read one numeral with thousands separators or a decimal comma, deciding from context (module
+    comment above); raise AmbiguousNumberError (naming ``field``) when context cannot decide."""
+    readings, bad = _readings(num.strip())
+    if bad:
+        where = f"field {field!r}: " if field else ""
+        raise ValueError(f"{where}{num!r} is not a number: {bad}")
+    if len(readings) == 1:
+        return readings[0]
+    ok = [r for r in readings if (plausible(r) if plausible is not None else True)
+          and field_plausible(field, r, unit) is not False]
+    if len(ok) == 1:
+        return ok[0]
+    if not ok:
+        raise AmbiguousNumberError(num, tuple(readings), field, "neither reading is plausible here")
+    mark = decimal_mark if decimal_mark is not None else _DECIMAL_MARK.get()
+    if mark == ".":
+        return readings[0]
+    if mark == ",":
+        return readings[1]
+    raise AmbiguousNumberError(num, tuple(readings), field, "both readings are plausible and the document's "
+                               "decimal mark is not known")
+
+
+def parse_quantity(
+    text: str, *, field: str | None = None, decimal_mark: str | None = None,
+    plausible: Callable[[float, str | None], bool] | None = None,
+) -> tuple[float, str | None]:
+    """Parse "130 mEq/L" -> (130.0, "mEq/L"); "42" -> (42.0, None); "1,5 mg/dL" -> (1.5, "mg/dL").
+
+    Thousands separators and decimal commas are read as ``parse_number`` decides (``plausible(value,
+    unit)`` and ``decimal_mark`` are the caller's context). Raises ValueError if no number leads, and
+    AmbiguousNumberError (a ValueError naming ``field``) when the decimal mark cannot be decided.
+    """
     m = _QTY_RE.match(str(text))
     if not m:
         raise ValueError(f"no number at the start of {text!r}")
-    num = m.group(1).replace(",", ".") if m.group(1).count(",") == 1 and "." not in m.group(1) else m.group(1).replace(",", "")
     unit = m.group(2) or None
-    return float(num), unit
+    pred = (lambda v: plausible(v, unit)) if plausible is not None else None
+    num = parse_number(m.group(1), field=field, unit=unit, decimal_mark=decimal_mark, plausible=pred)
+    return num, unit

@@ -9,6 +9,10 @@
 Writes OUT/trajectories.jsonl (one line per finished task; a rerun skips them), OUT/scores.json,
 OUT/report.md and OUT/metrics.png. Patients are materialized into the project's PostgreSQL
 (embedded, or $CALCMATE_PG_DSN) unless --set ehr.dsn=... names an official MedMCP-Calc database.
+
+One bad task never aborts the run: a task whose patient cannot be materialized, or whose episode crashes,
+gets a trajectory saying why (``metadata.failure``, ``stop_reason``), scores 0, and is counted with its
+reason in scores.json (``failures``) and report.md. A rerun retries materialization failures.
 """
 
 from __future__ import annotations
@@ -60,7 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(json.dumps({k: scores["overall"].get(k) for k in ("n_tasks", "TF", "CS", "EA", "QP")}))
+    print(json.dumps({**{k: scores["overall"].get(k) for k in ("n_tasks", "TF", "CS", "EA", "QP")},
+                      "failed_tasks": scores.get("failures", {}).get("count", 0)}))
+    for f in scores.get("failures", {}).get("tasks", []):
+        print(f"task {f['task_id']} failed ({f['stage']}): {f['reason']}", file=sys.stderr)
     print(f"wrote {args.out}/scores.json, {args.out}/report.md, {args.out}/trajectories.jsonl")
     return 0
 

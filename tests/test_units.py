@@ -47,3 +47,52 @@ def test_parse_quantity():
     assert parse_quantity("-2.5 kg") == (-2.5, "kg")
     with pytest.raises(ValueError):
         parse_quantity("high")
+
+
+# -- thousands separators vs decimal commas (issue 13, item 4) ----------------------------------------
+from calcmate.units import AmbiguousNumberError, decimal_mark_context, detect_decimal_mark  # noqa: E402
+
+
+def test_d_dimer_thousands_separator_decided_by_plausible_range():
+    # 1.25 ng/mL is below any D-dimer assay's reporting limit: the comma groups thousands
+    assert parse_quantity("1,250 ng/mL", field="D-dimer") == (1250.0, "ng/mL")
+    # in µg/mL the thousands reading (1,250 µg/mL) is implausible: the comma is a decimal comma
+    assert parse_quantity("1,250 µg/mL", field="D-dimer (FEU)") == (1.25, "µg/mL")
+
+
+def test_volume_thousands_separator_decided_by_the_documents_decimal_mark():
+    assert parse_quantity("4,133 mL", decimal_mark=".") == (4133.0, "mL")
+    with decimal_mark_context(detect_decimal_mark("Urine output 4,133 mL; pH 7.35; Hb 10.2 g/dL")):
+        assert parse_quantity("4,133 mL", field="Urine output") == (4133.0, "mL")
+    with decimal_mark_context(","):
+        assert parse_quantity("4,133 mL") == (4.133, "mL")
+
+
+def test_decimal_comma_by_structure():
+    assert parse_quantity("1,5 mg/dL") == (1.5, "mg/dL")  # one digit after the comma: never a grouping
+    assert parse_quantity("0,250 mg") == (0.25, "mg")  # a grouping never starts with 0
+    assert parse_quantity("1234,5 g") == (1234.5, "g")
+    assert parse_quantity("1.234,5 mL") == (1234.5, "mL")  # both marks: the last is the decimal mark
+    assert parse_quantity("1,234.5 mL") == (1234.5, "mL")
+    assert parse_quantity("12,345,678 /L") == (12345678.0, "/L")
+
+
+def test_ambiguous_values_raise_naming_the_field_and_the_fix():
+    with pytest.raises(AmbiguousNumberError) as e:
+        parse_quantity("4,133 mL", field="Urine output")
+    msg = str(e.value)
+    assert "'Urine output'" in msg and "4133 or 4.133" in msg and "without a thousands separator" in msg
+    assert e.value.readings == (4133.0, 4.133)
+    # both marks seen in one document: its decimal mark is unknown, so the value stays ambiguous
+    assert detect_decimal_mark("Hb 7,5 g/dL and WBC 12,345,678/L") is None
+    with pytest.raises(ValueError, match="groups of three"):
+        parse_quantity("1,2,3 mg", field="dose")
+    with pytest.raises(ValueError, match="more than one decimal point"):
+        parse_quantity("1.2.3 mg")
+
+
+def test_superscript_count_units_with_decimal_commas():
+    v, u = parse_quantity("4,5 × 10⁹/L")
+    assert (v, u) == (4.5, "× 10⁹/L") and convert(v, u, "10^9/L", "count") == pytest.approx(4.5)
+    v, u = parse_quantity("150,000 /µL", decimal_mark=".")
+    assert convert(v, u, "10^9/L", "count") == pytest.approx(150.0)

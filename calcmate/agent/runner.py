@@ -37,6 +37,8 @@ class EpisodeSettings(BaseModel):
 class ToolsSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     transport: Literal["in_process", "stdio"] = "in_process"
+    # what the model sees: the official MedMCP-Calc servers' names and observations, or CalcMate's richer ones
+    format: Literal["official", "calcmate"] = "official"
 
 
 class EhrSettings(BaseModel):
@@ -76,6 +78,43 @@ class EvalConfig(BaseModel):
         return Path(self.backend.model or "model").name
 
 
+# -- per-task failures ---------------------------------------------------------------------------
+class TaskFailure(BaseModel):
+    """Why one task has no real episode: its patient could not be materialized, or its episode crashed
+    outside the episode loop. Recorded in the task's trajectory (``metadata["failure"]``) and counted in
+    ``scores.json`` (``failures``); the run goes on with the other tasks."""
+
+    stage: Literal["materialize", "episode"]
+    reason: str
+
+
+def _reason(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"[:500]
+
+
+def failure_trajectory(task: Task, failure: TaskFailure, policy: str) -> Trajectory:
+    """The record of a task that did not run: no answer, ``stop_reason`` and ``metadata`` say why."""
+    return Trajectory(task_id=task.task_id, policy=policy,
+                      stop_reason=f"error: {failure.stage}: {failure.reason}"[:500],
+                      metadata={"failure": failure.model_dump()})
+
+
+def record_failure(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The failure recorded in a trajectory record, or None for a task that ran."""
+    f = (record.get("metadata") or {}).get("failure")
+    return f if isinstance(f, dict) else None
+
+
+def failures_summary(tasks: list[Task], records: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``scores.json["failures"]``: how many tasks failed before or outside their episode, by stage, and why."""
+    items = [{"task_id": t.task_id, **f} for t in tasks if t.task_id in records
+             and (f := record_failure(records[t.task_id])) is not None]
+    by_stage: dict[str, int] = {}
+    for f in items:
+        by_stage[f["stage"]] = by_stage.get(f["stage"], 0) + 1
+    return {"count": len(items), "by_stage": by_stage, "tasks": items}
+
+
 # -- environment -------------------------------------------------------------------------------
 @contextlib.asynccontextmanager
 async def open_environment(cfg: EvalConfig, tasks: list[Task]) -> AsyncIterator[tuple[ToolSet, dict[str, Any]]]:
@@ -95,10 +134,14 @@ async def open_environment(cfg: EvalConfig, tasks: list[Task]) -> AsyncIterator[
         name = cfg.ehr.database or "eval_" + hashlib.sha1(f"{ids}:{cfg.ehr.seed}".encode()).hexdigest()[:16]
         db = server.create_database(name)
         with db.connect() as conn:
-            for t in tasks:
-                reports[t.task_id] = materialize(t, conn, seed=cfg.ehr.seed)
+            for t in tasks:  # one task's patient failing never stops the others
+                try:
+                    reports[t.task_id] = materialize(t, conn, seed=cfg.ehr.seed)
+                except Exception as e:  # noqa: BLE001 - any materializer bug is this task's failure
+                    reports[t.task_id] = TaskFailure(stage="materialize", reason=_reason(e))
         dsn = db.ro_dsn
-    tb = Toolbox.stdio(dsn=dsn) if cfg.tools.transport == "stdio" else Toolbox.in_process(dsn=dsn)
+    fmt = cfg.tools.format
+    tb = Toolbox.stdio(dsn=dsn, fmt=fmt) if cfg.tools.transport == "stdio" else Toolbox.in_process(dsn=dsn, fmt=fmt)
     try:
         async with tb.session() as session:
             yield session, reports
@@ -124,14 +167,31 @@ async def run_tasks(
     sem = asyncio.Semaphore(cfg.concurrency)
 
     async def one(task: Task) -> None:
-        async with sem:
-            traj = await run_episode(task, make_policy(task), tools, protocol, ecfg, specs=specs,
-                                     context={"materialized": reports.get(task.task_id)})
+        report = reports.get(task.task_id)
+        if isinstance(report, TaskFailure):  # no patient in the database: the episode would be meaningless
+            traj = failure_trajectory(task, report, _policy_name(make_policy, task))
+        else:
+            try:
+                async with sem:
+                    traj = await run_episode(task, make_policy(task), tools, protocol, ecfg, specs=specs,
+                                             context={"materialized": report})
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 - a crash outside the episode loop fails this task only
+                traj = failure_trajectory(task, TaskFailure(stage="episode", reason=_reason(e)),
+                                          _policy_name(make_policy, task))
         on_done(traj)
         if progress is not None:
             progress()
 
     await asyncio.gather(*(one(t) for t in tasks))
+
+
+def _policy_name(make_policy: Callable[[Task], Policy], task: Task) -> str:
+    try:
+        return make_policy(task).name
+    except Exception:  # noqa: BLE001 - the policy itself may be what failed
+        return "unknown"
 
 
 def policy_factory(cfg: EvalConfig) -> tuple[Callable[[Task], Policy], Any]:
@@ -151,7 +211,10 @@ async def evaluate_async(cfg: EvalConfig, out_dir: Path, *, show_progress: bool 
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out_dir / "config.json", cfg.model_dump(mode="json"))
     with JsonlAppender(out_dir / "trajectories.jsonl", key="task_id") as app:
-        done = app.done_keys()
+        # a task whose patient could not be materialized is tried again on a rerun (the materializer may
+        # have been fixed); its new record supersedes the failure (records are read last-wins)
+        latest = {r["task_id"]: r for r in app.records()}
+        done = {k for k, r in latest.items() if (record_failure(r) or {}).get("stage") != "materialize"}
         todo = [t for t in tasks if t.task_id not in done]
         if todo:
             make_policy, backend = policy_factory(cfg)
@@ -185,14 +248,29 @@ async def score_run(tasks: list[Task], records: dict[str, dict[str, Any]], cfg: 
     scores["run"] = {"name": cfg.run_name(), "policy": cfg.policy, "protocol": cfg.protocol,
                      "model": cfg.backend.model if cfg.policy == "model" else None,
                      "tasks": cfg.tasks, "missing_trajectories": sum(1 for t in tasks if t.task_id not in records)}
+    # tasks that failed before or outside their episode: scored 0 like any unanswered task, counted here with why
+    scores["failures"] = failures_summary(tasks, records)
+    scores["run"]["failed_tasks"] = scores["failures"]["count"]
+    if cfg.policy == "oracle":  # the oracle computes only through the registry and the tools: how much could it?
+        items = [i for tr in trajs if tr is not None for i in (tr.final_answer or [])]
+        n_answers = sum(len(t.calculator_answers) for t in tasks)
+        computed = sum(i.value is not None for i in items)
+        scores["coverage"] = {"computed": computed, "answers": n_answers,
+                              "share": round(100.0 * computed / n_answers, 2) if n_answers else 0.0,
+                              "note": "answers the oracle computed through the registry and the tools / all answers; "
+                                      "CS is given to the oracle (it is told which calculators the task asks for)"}
     scores["per_task"] = [{**s.model_dump(), **({"extraction_error": ex.error} if ex.error else {})}
                           for s, ex in zip(per_task, extractions)]
     atomic_write_json(out_dir / "scores.json", scores)
     judge = cfg.scoring.judge
+    failed = scores["failures"]
     write_report(out_dir, scores, cfg.run_name(), notes=(
         "Scores are computed deterministically (structured final-answer block, registry/fuzzy name "
         "matching, tolerance rules)" + (f"; free-text answers were read by the LLM judge {judge.model}" if judge else "")
-        + "; see docs/scoring.md for how they differ from the official LLM-judged scores.\n"))
+        + "; see docs/scoring.md for how they differ from the official LLM-judged scores.\n"
+        + (f"\n{failed['count']} task(s) failed before or outside their episode and score 0 "
+           "(`failures` in scores.json):\n" + "".join(f"- `{f['task_id']}` ({f['stage']}): {f['reason']}\n"
+                                                     for f in failed["tasks"]) if failed["count"] else "")))
     return scores
 
 

@@ -69,6 +69,21 @@ def lms_at(name: str, sex: str, x: float) -> tuple[float, float, float]:
     return tuple(a + t * (b - a) for a, b in zip(lms0, lms1))  # type: ignore[return-value]
 
 
+def age_row(name: str, sex: str, age_months: float) -> tuple[float, float, float, float]:
+    """The CDC row (Agemos, L, M, S) for a child of ``age_months``: the completed-month row.
+
+    The CDC age-for files tabulate birth (Agemos 0) and then each completed month n at its mid-point
+    n + 0.5 ("0.5" stands for 0 to < 1 month, "1.5" for 1 to < 2 months, ...). MDCalc's CDC infant
+    calculators and the CDC file convention use that row for every age within the month; nothing is
+    interpolated. Age 0 is birth; ages past the last row use the last row.
+    """
+    xs, params = lms_table(name)[sex]
+    target = 0.0 if age_months <= 0 else math.floor(age_months) + 0.5
+    i = bisect.bisect_right(xs, target) - 1
+    i = max(0, min(i, len(xs) - 1))
+    return (xs[i], *params[i])
+
+
 def lms_markdown(name: str, x_label: str) -> str:
     """The whole LMS table of ``name`` for both sexes, as the markdown table the reference serves.
 
@@ -87,8 +102,10 @@ def lms_markdown(name: str, x_label: str) -> str:
 
 
 def _lms_notes(name: str, x_label: str) -> str:
+    how = ("read the row of the completed month (0 at birth, n + 0.5 for n to < n + 1 months)"
+           if x_label.lower().startswith("age") else "between rows, interpolate linearly")
     return (f"### LMS table (CDC 2000, `{name}.csv`)\n\nL, M, S by sex at each tabulated {x_label.lower()}; "
-            "between rows, interpolate linearly.\n\n" + lms_markdown(name, x_label))
+            f"{how}.\n\n" + lms_markdown(name, x_label))
 
 
 def lms_z(x: float, l: float, m: float, s: float) -> float:
@@ -99,16 +116,28 @@ def lms_z(x: float, l: float, m: float, s: float) -> float:
 
 
 def _percentile(table: str, sex: str, at: float, value: float) -> tuple[float, dict]:
+    """Percentile of ``value`` at length ``at`` (cm, interpolated between CDC rows)."""
     l, m, s = lms_at(table, sex, at)
+    return _from_lms(value, l, m, s, {})
+
+
+def _age_percentile(table: str, sex: str, age_months: float, value: float) -> tuple[float, dict]:
+    """Percentile of ``value`` at ``age_months``, on the completed-month CDC row (``age_row``)."""
+    row, l, m, s = age_row(table, sex, age_months)
+    return _from_lms(value, l, m, s, {"cdc_row_agemos": row})
+
+
+def _from_lms(value: float, l: float, m: float, s: float, extra: dict) -> tuple[float, dict]:
     z = lms_z(value, l, m, s)
     pct = 100 * _NORMAL.cdf(z)
-    return pct, {"z_score": round(z, 3), "L": l, "M": m, "S": s, "median": round(m, 3)}
+    return pct, {"z_score": round(z, 3), "L": l, "M": m, "S": s, "median": round(m, 3), **extra}
 
 
 AGE_MONTHS_INF = Input(
     "age_months", "Age", unit="month", min=0, max=36,
     aliases=("Age (months)", "Age in months", "age", "Age"),
-    help="Age in months from birth (0 to 36). CDC rows are at 0, 0.5, 1.5, …; ages in between are interpolated.",
+    help="Age in months from birth (0 to 36). The CDC row of the completed month is used: birth at 0, then "
+    "0.5 for 0 to < 1 month, 1.5 for 1 to < 2 months, ….",
 )
 LENGTH = Input(
     "length", "Recumbent length", unit="cm", min=30, max=130,
@@ -133,25 +162,27 @@ _CITATION = (
     "development. Vital Health Stat 11. 2002;(246):1-190. LMS tables: CDC/NCHS, Percentile Data Files with "
     "LMS Values (lenageinf, hcageinf, wtleninf)."
 )
+_AGE_ROW = ": the row of the completed month (birth row at age 0; row n + 0.5 for n ≤ age < n + 1 months)"
+_LENGTH_INTERP = ", interpolated linearly between the tabulated lengths"
 _LMS_FORMULA = (
     "z = ((X / M)^L − 1) / (L × S)  (z = ln(X/M) / S when L = 0); percentile = 100 × Φ(z).\n\n"
-    "L, M, S are the CDC 2000 values for the child's sex at the given {x}, interpolated linearly between "
-    "the tabulated rows."
+    "L, M, S are the CDC 2000 values for the child's sex at the given {x}{how}."
 )
 _NOTES = (
     "The CDC recommends the WHO standards for children under 2 years in the U.S.; these are the CDC 2000 "
     "reference charts, which remain the ones named by this calculator. CDC half-month rows (0.5, 1.5, …) are "
-    "the mid-points of each completed month; for an age given in months we interpolate L, M, S linearly "
-    "between rows (at an age such as 6.5 months this equals the CDC row exactly). The z-score is in the details."
+    "the mid-points of each completed month: a child of n completed months (n ≤ age < n + 1) is read on row "
+    "n + 0.5, with no interpolation, as the CDC file convention and MDCalc do (age 0 is the birth row). "
+    "The z-score and the row used are in the details."
 )
 
 
 def _len_for_age(v):
-    return _percentile("lenageinf", v["sex"], v["age_months"], v["length"])
+    return _age_percentile("lenageinf", v["sex"], v["age_months"], v["length"])
 
 
 def _hc_for_age(v):
-    return _percentile("hcageinf", v["sex"], v["age_months"], v["head_circumference"])
+    return _age_percentile("hcageinf", v["sex"], v["age_months"], v["head_circumference"])
 
 
 def _wt_for_len(v):
@@ -181,7 +212,7 @@ CDC_LENGTH_FOR_AGE = Calculator(
     reference=Reference(
         purpose="Percentile and z-score of an infant's recumbent length for age and sex on the CDC 2000 charts.",
         when_to_use="Infants and toddlers from birth to 36 months measured lying down (recumbent length).",
-        formula=_LMS_FORMULA.format(x="age in months"),
+        formula=_LMS_FORMULA.format(x="age in months", how=_AGE_ROW),
         citation=_CITATION,
         notes=_NOTES + " The length-for-age table ends at 35.5 months (the 35.0–35.99-month mid-point); "
         "ages from 35.5 to 36 months use that row.\n\n" + _lms_notes("lenageinf", "Age (months)"),
@@ -211,7 +242,7 @@ CDC_HC_FOR_AGE = Calculator(
     reference=Reference(
         purpose="Percentile and z-score of an infant's head circumference for age and sex on the CDC 2000 charts.",
         when_to_use="Infants and toddlers from birth to 36 months, screening for micro- or macrocephaly.",
-        formula=_LMS_FORMULA.format(x="age in months"),
+        formula=_LMS_FORMULA.format(x="age in months", how=_AGE_ROW),
         citation=_CITATION,
         notes=_NOTES + "\n\n" + _lms_notes("hcageinf", "Age (months)"),
         url="https://www.cdc.gov/growthcharts/percentile_data_files.htm",
@@ -238,7 +269,7 @@ CDC_WEIGHT_FOR_LENGTH = Calculator(
     reference=Reference(
         purpose="Percentile and z-score of an infant's weight for recumbent length and sex on the CDC 2000 charts.",
         when_to_use="Infants and toddlers up to 36 months with recumbent length 45 to 103.5 cm.",
-        formula=_LMS_FORMULA.format(x="recumbent length in cm"),
+        formula=_LMS_FORMULA.format(x="recumbent length in cm", how=_LENGTH_INTERP),
         citation=_CITATION,
         notes="The CDC table covers lengths 45 to 103.5 cm; a length outside it is an error rather than an "
         "extrapolation. L, M, S are interpolated linearly between tabulated lengths.\n\n"

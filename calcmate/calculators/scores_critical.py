@@ -100,15 +100,20 @@ def _apache_ii(v):
     }
     a = v["age"]
     age_pts = 6 if a >= 75 else 5 if a >= 65 else 3 if a >= 55 else 2 if a >= 45 else 0
-    chronic = 0
+    chronic, assumed = 0, {}
     if v["organ_insufficiency"]:
         if v["admission"] is None:
-            raise CalculatorInputError("apache_ii", "admission", "required when severe organ insufficiency or "
-                                       "immunocompromise is present (nonoperative/emergency vs elective postoperative)")
-        chronic = v["admission"]
+            # Knaus 1985: 2 points only for an *elective postoperative* patient, 5 for nonoperative or emergency
+            # postoperative. With no operation reported the patient is a nonoperative admission (the same
+            # convention as any criterion not documented: no operation is scored as none), so 5.
+            chronic = 5
+            assumed = {"admission_assumed": "Nonoperative (no operation reported; Knaus 1985 gives 2 points only "
+                                            "to elective postoperative patients)"}
+        else:
+            chronic = v["admission"]
     total = sum(aps.values()) + age_pts + chronic
     return total, {**aps, "acute_physiology_score": sum(aps.values()), "age": age_pts, "chronic_health": chronic,
-                   "map_value": m, **oxy_details}
+                   "map_value": m, **oxy_details, **assumed}
 
 
 APACHE_II = Calculator(
@@ -154,7 +159,7 @@ APACHE_II = Calculator(
                        Choice("Emergency postoperative", 5, ("emergency", "emergency postoperative", "emergency surgery")),
                        Choice("Elective postoperative", 2, ("elective", "elective postoperative", "elective surgery"))),
               help="Needed only with severe organ insufficiency: nonoperative or emergency postoperative 5, elective "
-              "postoperative 2."),
+              "postoperative 2. Not given: no operation, i.e. nonoperative (5)."),
     ),
     compute=_apache_ii,
     output=Output("integer", "points", label="APACHE II score"),
@@ -187,7 +192,8 @@ APACHE_II = Calculator(
         "| WBC ×10³/mm³ | ≥ 40 | | 20–39.9 | 15–19.9 | 3–14.9 | | 1–2.9 | | < 1 |\n\n"
         "GCS term = 15 − GCS. Serum HCO₃⁻ replaces pH when no arterial gas. Age ≤ 44 0, 45–54 2, 55–64 3, "
         "65–74 5, ≥ 75 6. Chronic health (severe organ insufficiency or immunocompromise): nonoperative or "
-        "emergency postoperative 5, elective postoperative 2.",
+        "emergency postoperative 5, elective postoperative 2. With no operation reported the admission is "
+        "nonoperative (5 points).",
         citation="Knaus WA, Draper EA, Wagner DP, Zimmerman JE. APACHE II: a severity of disease classification "
         "system. Crit Care Med. 1985;13(10):818-829.",
         notes="Physiologic variables not measured are scored normal, as Knaus 1985 prescribes; their defaults are "

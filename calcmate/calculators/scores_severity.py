@@ -7,6 +7,8 @@ MedCalc-Bench's labels); measured values are required.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from calcmate.calculators._common import AGE, ALBUMIN, BUN, HEART_RATE, SBP, SEX
 from calcmate.calculators.scores_cardiovascular import MISSING_AS_ABSENT, crit
 from calcmate.calculators.scores_infection import UREA_MMOL_PER_BUN_MGDL
@@ -132,7 +134,7 @@ CHILD_PUGH = Calculator(
               help="Not documented → absent (1 point)."),
         Input("encephalopathy", "Hepatic encephalopathy", type="choice", optional=True, default=1,
               aliases=("Encephalopathy", "Hepatic encephalopathy"),
-              choices=(Choice("None", 1, ("no encephalopathy", "none", "absent")),
+              choices=(Choice("None", 1, ("no encephalopathy", "none", "absent", "grade 0", "west haven grade 0")),
                        Choice("Grade 1–2", 2, ("grade 1-2", "grade 1 2", "mild", "controlled with medication")),
                        Choice("Grade 3–4", 3, ("grade 3-4", "grade 3 4", "severe", "refractory"))),
               help="Not documented → none (1 point)."),
@@ -213,7 +215,10 @@ CHARLSON = Calculator(
                        Choice("End-organ damage", 2, ("end-organ damage", "end organ damage", "complicated"))),
               help="Not documented → none (0 points)."),
         crit("hemiplegia", "Hemiplegia", "Hemiplegia"),
-        crit("ckd", "Moderate to severe chronic kidney disease", "Moderate to severe Chronic Kidney Disease"),
+        replace(crit("ckd", "Moderate to severe chronic kidney disease", "Moderate to severe Chronic Kidney Disease",
+                     help="Charlson: creatinine > 3 mg/dL, dialysis, transplantation or uremia; mild CKD scores 0."),
+                choices=(Choice("Moderate to severe", True, ("moderate", "severe", "moderate to severe")),
+                         Choice("None or mild", False, ("mild", "none")))),
         Input("solid_tumor", "Solid tumor", type="choice", optional=True, default=0, aliases=("Solid tumor",),
               choices=(Choice("None", 0, ("no", "absent", "false")),
                        Choice("Localized", 2, ("localized", "yes", "present", "true")),

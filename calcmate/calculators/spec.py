@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from calcmate.domains import Domain
-from calcmate.units import UnitError, convert, parse_quantity
+from calcmate.units import AmbiguousNumberError, UnitError, convert, parse_number, parse_quantity
 
 InputType = Literal["number", "integer", "bool", "choice", "date"]
 OutputType = Literal["decimal", "integer", "category", "date"]
@@ -80,12 +80,12 @@ class Input:
         """Validate ``raw`` and return the canonical value; raise CalculatorInputError otherwise."""
         err = lambda reason: CalculatorInputError(calc_id, self.key, reason)  # noqa: E731
         if self.type == "bool":
-            return _coerce_bool(raw, err)
+            return _coerce_bool(raw, err, self)
         if self.type == "choice":
             return self._coerce_choice(raw, err)
         if self.type == "date":
             return _coerce_date(raw, err)
-        value, unit = _split_value_unit(raw, err)
+        value, unit = _split_value_unit(raw, err, self)
         if unit is not None and self.unit is not None and not _same_unit(unit, self.unit):
             try:
                 value = convert(value, unit, self.unit, self.analyte)
@@ -97,6 +97,10 @@ class Input:
         if not math.isfinite(value):
             raise err(f"value {value!r} is not finite")
         if self.min is not None and value < self.min:
+            if self.key.startswith("age") and self.min > 0:  # a population limit of the reference, not a typo
+                raise err(f"age {value:g} {self.unit or ''} is below the minimum age {self.min:g} {self.unit or ''} "
+                          "of the population this calculator was derived and validated in; it is not computed for "
+                          "younger patients (use a calculator for that age group)".replace("  ", " "))
             raise err(f"{value:g} {self.unit or ''} is below the allowed minimum {self.min:g}".replace("  ", " "))
         if self.max is not None and value > self.max:
             raise err(f"{value:g} {self.unit or ''} is above the allowed maximum {self.max:g}".replace("  ", " "))
@@ -146,21 +150,73 @@ def _same_unit(a: str, b: str) -> bool:
     return normalize_name(a) == normalize_name(b)
 
 
-def _split_value_unit(raw: Any, err) -> tuple[float, str | None]:
+def _plausible(inp: Input | None) -> Callable[[float, str | None], bool] | None:
+    """Whether a reading of an ambiguous numeral ("1,250") falls in the input's allowed range."""
+    if inp is None or (inp.min is None and inp.max is None):
+        return None
+
+    def ok(value: float, unit: str | None) -> bool:
+        if unit is not None and inp.unit is not None and not _same_unit(unit, inp.unit):
+            try:
+                value = convert(value, unit, inp.unit, inp.analyte)
+            except UnitError:
+                return True  # the unit error is reported later, not here
+        return (inp.min is None or value >= inp.min) and (inp.max is None or value <= inp.max)
+
+    return ok
+
+
+_TIME_UNITS = {"year", "years", "yr", "yrs", "y", "month", "months", "mo", "week", "weeks", "wk", "wks", "day",
+               "days", "d", "hour", "hours", "h", "hr", "hrs"}
+
+
+def _compound(raw: Any, err, inp: Input | None) -> tuple[float, str | None] | None:
+    """A duration written in parts, ``[4, 'years', 3, 'months']`` (MedCalc-Bench ages): the sum, in the
+    input's unit (or the first part's). None when ``raw`` is not of that shape."""
+    if not (isinstance(raw, (list, tuple)) and len(raw) >= 4 and len(raw) % 2 == 0):
+        return None
+    parts = list(zip(raw[0::2], raw[1::2]))
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and isinstance(u, str)
+               and u.strip().lower() in _TIME_UNITS for v, u in parts):
+        return None
+    target = (inp.unit if inp is not None and inp.unit else None) or parts[0][1]
+    try:
+        return sum(convert(float(v), u, target) for v, u in parts), target
+    except UnitError as e:
+        raise err(f"{e}; expected {target}") from None
+
+
+def _split_value_unit(raw: Any, err, inp: Input | None = None) -> tuple[float, str | None]:
+    field = (inp.label or inp.key) if inp is not None else None
     if isinstance(raw, bool):
         raise err(f"expected a number, got {raw!r}")
     if isinstance(raw, (int, float)):
         return float(raw), None
     if isinstance(raw, (list, tuple)) and len(raw) == 2:
+        unit = str(raw[1]) if raw[1] not in (None, "") else None
+        if isinstance(raw[0], str):  # ['1,250', 'ng/mL']: the numeral is read like any other
+            try:
+                plaus = _plausible(inp)
+                return parse_number(raw[0], field=field, unit=unit,
+                                    plausible=(lambda v: plaus(v, unit)) if plaus else None), unit
+            except AmbiguousNumberError as e:
+                raise err(str(e)) from None
+            except ValueError:
+                raise err(f"expected [number, unit], got {raw!r}") from None
         try:
-            return float(raw[0]), (str(raw[1]) if raw[1] not in (None, "") else None)
+            return float(raw[0]), unit
         except (TypeError, ValueError):
             raise err(f"expected [number, unit], got {raw!r}") from None
+    compound = _compound(raw, err, inp)
+    if compound is not None:
+        return compound
     if isinstance(raw, Mapping) and "value" in raw:
-        return _split_value_unit((raw["value"], raw.get("unit")), err)
+        return _split_value_unit((raw["value"], raw.get("unit")), err, inp)
     if isinstance(raw, str):
         try:
-            return parse_quantity(raw)
+            return parse_quantity(raw, field=field, plausible=_plausible(inp))
+        except AmbiguousNumberError as e:
+            raise err(str(e)) from None
         except ValueError:
             raise err(f"expected a number with optional unit, got {raw!r}") from None
     raise err(f"expected a number, got {type(raw).__name__} {raw!r}")
@@ -170,7 +226,10 @@ _TRUE = {"true", "yes", "y", "present", "positive", "1", "t"}
 _FALSE = {"false", "no", "n", "absent", "negative", "0", "f", "none"}
 
 
-def _coerce_bool(raw: Any, err) -> bool:
+def _coerce_bool(raw: Any, err, inp: Input | None = None) -> bool:
+    """yes/no. A yes/no input may also list ``choices`` with True/False values (spellings such as
+    'Severe' for "moderate to severe CKD"), and a string that is the input's own name means yes
+    ('Black' for the input "Black race", aliased 'Black')."""
     if isinstance(raw, bool):
         return raw
     if isinstance(raw, (int, float)) and raw in (0, 1):
@@ -181,7 +240,24 @@ def _coerce_bool(raw: Any, err) -> bool:
             return True
         if k in _FALSE:
             return False
-    raise err(f"expected yes/no, got {raw!r}")
+        if inp is not None:
+            key = normalize_name(raw)
+            for c in inp.choices:
+                if isinstance(c.value, bool) and key in {normalize_name(n) for n in (c.label, *c.aliases)}:
+                    return c.value
+            if key in {normalize_name(n) for n in inp.names()}:
+                return True
+    extra = [c.label for c in inp.choices] if inp is not None and inp.choices else []
+    raise err(f"expected yes/no{' or one of ' + repr(extra) if extra else ''}, got {raw!r}")
+
+
+# "Not mentioned" (and MedCalc-Bench's typo 'Not mentinoed'): the value is absent, exactly as if the field
+# were not given -- the input's default applies if it is optional, else it is a missing required input.
+_NOT_MENTIONED = {"not mentioned", "not mentinoed", "not reported", "not documented", "not stated", "not given"}
+
+
+def is_not_mentioned(raw: Any) -> bool:
+    return isinstance(raw, str) and normalize_name(raw) in _NOT_MENTIONED
 
 
 def _coerce_date(raw: Any, err) -> dt.date:
@@ -307,6 +383,9 @@ class Calculator:
         out: dict[str, Any] = {}
         for inp in self.inputs:
             raw = values.get(inp.key)
+            if is_not_mentioned(raw) and not any(is_not_mentioned(c.label) or any(map(is_not_mentioned, c.aliases))
+                                                 for c in inp.choices):
+                raw = None  # "Not mentioned" is absence, unless the input offers it as an option of its own
             if raw is None:
                 if not inp.optional:
                     raise CalculatorInputError(self.id, inp.key, "missing required input")

@@ -29,6 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from calcmate.agent.backends.base import BackendConfig
+from calcmate.agent.runner import ToolsSettings
 from calcmate.io import JsonlAppender, atomic_write_json
 from calcmate.tasks import CalcAnswer, Task
 
@@ -60,8 +61,11 @@ class VerifySettings(BaseModel):
 class ExportSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     render: Literal["native", "react_json"] = "native"
-    tokenizer: str | None = None  # a local Qwen3 tokenizer (path or cached hub id); None: estimate
+    tokenizer: str | None = None  # the training tokenizer (path or cached hub id) for exact counts; None: estimate
     split: str = "train"
+    # rows longer than this (tokens under the chat template) are dropped and counted, never silently
+    # truncated later by the trainer: set it to the training config's max_length
+    max_length: int | None = Field(None, ge=1)
 
 
 class SynthConfig(BaseModel):
@@ -80,7 +84,7 @@ class SynthConfig(BaseModel):
     max_retries: int = Field(1, ge=0)  # re-runs of a rejected trajectory, with feedback
     max_rounds: int = Field(400, ge=1)
     tool_timeout_s: float = Field(120, gt=0)
-    transport: Literal["in_process", "stdio"] = "in_process"
+    tools: ToolsSettings = Field(default_factory=ToolsSettings)  # transport, and format: official (default) | calcmate
     ehr_seed: int = 0
     ehr_dsn: str | None = None
     decontaminate: list[str] = Field(default_factory=list)  # benchmark task files to check against
@@ -197,7 +201,7 @@ def _make_policy(cfg: SynthConfig, backend: Any):
 async def run_episodes(cfg: SynthConfig, out: Path, tasks: list[Task]) -> None:
     """Materialize, run, verify, retry; append one outcome record per task."""
     from calcmate.agent.episode import EpisodeConfig
-    from calcmate.agent.runner import EhrSettings, EvalConfig, ToolsSettings, open_environment
+    from calcmate.agent.runner import EhrSettings, EvalConfig, open_environment
     from calcmate.agent.tools import toolset_specs
 
     with JsonlAppender(out / "trajectories" / f"trajectories{_tag(cfg)}.jsonl", key="task_id") as app:
@@ -213,7 +217,7 @@ async def run_episodes(cfg: SynthConfig, out: Path, tasks: list[Task]) -> None:
         make_policy = _make_policy(cfg, backend)
         ecfg = EpisodeConfig(cfg.max_rounds, 5, cfg.tool_timeout_s)
         sem = asyncio.Semaphore(cfg.concurrency)
-        env_cfg = EvalConfig(ehr=EhrSettings(dsn=cfg.ehr_dsn, seed=cfg.ehr_seed), tools=ToolsSettings(transport=cfg.transport))
+        env_cfg = EvalConfig(ehr=EhrSettings(dsn=cfg.ehr_dsn, seed=cfg.ehr_seed), tools=cfg.tools)
         try:
             with _progress(cfg.progress) as bar:
                 bid = bar.add_task("running + verifying episodes", total=len(tasks), completed=len(tasks) - len(todo))
@@ -299,11 +303,21 @@ def export_and_report(cfg: SynthConfig, out: Path, decontam_hits: list[dict[str,
             traj.messages[0] = {**traj.messages[0], "content": NATIVE_SYSTEM_PROMPT}
         rows.append(export_row(tasks[rec["task_id"]], traj, tools, teacher=rec.get("teacher", cfg.teacher.name),
                                render=cfg.export.render, tokenizer=cfg.export.tokenizer, attempts=rec.get("attempts", 1)))
+    over = [r for r in rows if cfg.export.max_length and r["num_tokens"] > cfg.export.max_length]
+    if over:
+        method = over[0]["token_count_method"]
+        log.warning("export: %d of %d rows exceed max_length=%d tokens (%s) and are dropped: %s", len(over), len(rows),
+                    cfg.export.max_length, "counted with the tokenizer" if method == "tokenizer" else "estimated",
+                    ", ".join(r["id"] for r in over[:5]) + (" ..." if len(over) > 5 else ""))
+        rows = [r for r in rows if r not in over]
     paths = write_dataset(rows, out / "dataset", cfg.export.split)
     failures = _all_records(out, "tasks/failures*.jsonl")
     outcome = [*records, *({"task_id": f["task_id"], "status": f"creation_failed:{f['error']}", "attempts": 0} for f in failures)]
     stats = write_report(rows, outcome, out, n_registry=len(registry()), decontam=decontam_hits,
-                         extra={"dataset": {k: str(v) for k, v in paths.items()}, "config": cfg.model_dump(mode="json")})
+                         extra={"dataset": {k: str(v) for k, v in paths.items()}, "config": cfg.model_dump(mode="json"),
+                                "over_length": {"max_length": cfg.export.max_length, "dropped": len(over),
+                                                "ids": [r["id"] for r in over],
+                                                "method": over[0]["token_count_method"] if over else None}})
     return stats
 
 
