@@ -69,6 +69,41 @@ def build_server(pool: SandboxPool | None = None, limits: SandboxLimits | None =
     return server
 
 
+class StartingPool:
+    """The warm pool, started in a background thread: a stdio server answers ``list_tools`` while its
+    workers import numpy, and the first ``run_python`` waits for them."""
+
+    def __init__(self, workers: int, limits: SandboxLimits):
+        import threading
+
+        self.limits = limits
+        self._pool: SandboxPool | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._start, args=(workers, limits), daemon=True)
+        self._thread.start()
+
+    def _start(self, workers: int, limits: SandboxLimits) -> None:
+        try:
+            self._pool = SandboxPool(workers, limits)
+        except BaseException as e:  # reported on first use
+            self._error = e
+
+    @property
+    def pool(self) -> SandboxPool:
+        self._thread.join()
+        if self._pool is None:
+            raise RuntimeError(f"the sandbox pool failed to start: {self._error}")
+        return self._pool
+
+    def run(self, code: str, limits: SandboxLimits | None = None):
+        return self.pool.run(code, limits)
+
+    def close(self) -> None:
+        self._thread.join()
+        if self._pool is not None:
+            self._pool.close()
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description="CalcMate python_executor MCP server (stdio): sandboxed run_python.")
     p.add_argument("--workers", type=int, default=2, help="warm sandbox workers")
@@ -80,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="observation format: the official MedMCP-Calc server's (default) or CalcMate's richer one")
     a = p.parse_args(argv)
     limits = SandboxLimits(wall_s=a.wall_s, cpu_s=a.cpu_s, mem_mb=a.mem_mb, max_chars=a.max_chars)
-    pool = SandboxPool(a.workers, limits)
+    pool = StartingPool(a.workers, limits)
     try:
         build_server(pool, limits, a.format).run("stdio")
     finally:

@@ -174,9 +174,20 @@ def web_backend_from_env() -> WebBackend | None:
 
 def build_server(index: ReferenceIndex | None = None, web: WebBackend | None = None, k: int | None = None,
                  fmt: official.ToolFormat = "official") -> MCPServer:
-    """The ``google_search`` MCP server over the offline corpus (plus the optional web backend)."""
-    idx = index or ReferenceIndex()
+    """The ``google_search`` MCP server over the offline corpus (plus the optional web backend).
+    Without ``index`` the corpus is indexed in a background thread, so a stdio server answers
+    ``list_tools`` at once and the first search waits for the index."""
+    if index is None:
+        import concurrent.futures
+
+        future = concurrent.futures.ThreadPoolExecutor(1).submit(ReferenceIndex)
     server = MCPServer(official.SEARCH, log_level="WARNING")
+
+    class _Idx:
+        def __getattr__(self, name):
+            return getattr(index if index is not None else future.result(), name)
+
+    idx = _Idx()
     k = k or (10 if fmt == "official" else 5)
 
     def hits_for(query: str) -> tuple[list[Hit], str]:
