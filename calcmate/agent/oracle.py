@@ -298,6 +298,10 @@ class OraclePolicy(Policy):
     def search_query(self, work: CalcWork) -> str:
         return work.calc.name if work.calc is not None else work.answer.name
 
+    def recovery_planned(self, step: SqlStep) -> bool:
+        """Whether ``recovery`` would stage a mistake before this query (then it runs on its own)."""
+        return False
+
     def recovery(self, state: EpisodeState, step: SqlStep) -> str | None:
         """None, or "column" / "empty": stage a recoverable mistake before this query (teacher only)."""
         return None
@@ -379,6 +383,17 @@ class OraclePolicy(Policy):
                 self.after_fetch(state, w)
             # the queries this calculator is the first to need
             mine = [st for st in self.steps if st.calculator == w.answer.name and st.sql not in sql_obs]
+            if self.parallel and len(mine) > 1 and not any(self.recovery_planned(st) for st in mine):
+                # independent queries go out together in one turn, as the native protocol allows
+                fields = [str(_get(self.placed[i], "field")) for st in mine for i in st.placed if i < len(self.placed)
+                          and _get(self.placed[i], "calculator") == w.answer.name]
+                tables = ", ".join(dict.fromkeys(t for st in mine for t in st.tables))
+                state = yield Action(thought=self.say("retrieve_parallel", name=name, fields=_listing(fields), tables=tables,
+                                                      n=len(mine)),
+                                     tool_calls=[ToolCall("run_read_only_sql", {"query": st.sql}) for st in mine])
+                for st, rec in zip(mine, state.trajectory.tool_calls[-len(mine):]):
+                    sql_obs[st.sql] = rec.result
+                mine = []
             for st in mine:
                 kind = self.recovery(state, st)
                 if kind is not None:
@@ -534,6 +549,7 @@ _PLAIN = {
     "search_again": "The list has no reference for {name}; search by its name.",
     "pick_hit": "Fetch the {name} reference.",
     "retrieve": "Retrieve {fields} for {name}.",
+    "retrieve_parallel": "Retrieve {fields} for {name} ({n} queries at once).",
     "retrieve_guess": "Query {tables}.",
     "recover_error": "The column does not exist; describe {tables}.",
     "retrieve_narrow": "Query {tables} with an exact filter.",

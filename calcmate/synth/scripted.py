@@ -87,6 +87,10 @@ class ScriptedTeacher(OraclePolicy):
             if kind in ("retrieve", "retrieve_guess", "retrieve_narrow", "retrieve_corrected"):
                 return gr.thought("retrieve", {"concepts": s.get("fields") or "the inputs", "table": s.get("tables") or "the EHR",
                                                "calc": s.get("name")}, self.rng)
+            if kind == "retrieve_parallel":
+                return gr.thought("parallel", {"calls": f"{s['n']} queries on {s['tables']}", "n": s["n"]}, self.rng) + " " + \
+                    gr.thought("retrieve", {"concepts": s.get("fields") or "the inputs", "table": s.get("tables") or "the EHR",
+                                            "calc": s.get("name")}, self.rng)
             if kind == "recover_error":
                 return gr.thought("recover_error", {"table": s["tables"], "error": s.get("error")}, self.rng)
             if kind == "recover_empty":
@@ -169,6 +173,9 @@ class ScriptedTeacher(OraclePolicy):
                 slots["source"] = src
             out.append(gr.thought("branch", slots, self.rng))
         return out
+
+    def recovery_planned(self, step: SqlStep) -> bool:
+        return bool(self._recover_sql and self._recover_sql[0] == step.sql)
 
     def recovery(self, state: EpisodeState, step: SqlStep) -> str | None:
         if self._recover_sql and self._recover_sql[0] == step.sql:
