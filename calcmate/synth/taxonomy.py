@@ -1,8 +1,10 @@
 """The scenario taxonomy: 4 domains x ~125 clinical use categories, each with registry calculators.
 
-The data lives in ``taxonomy.yaml`` beside this file (or any file of the same shape). Calculators are
-assigned to a category from its explicit ``calculators`` ids plus every registry calculator whose
-tags or names share one of the category's ``tags``. Unknown ids are skipped with one warning each,
+The data lives in ``taxonomy.yaml`` beside this file (or any file of the same shape). A category names
+its clinical ``pathways`` (``pathways.yaml``), and its calculators are exactly those pathways'
+calculators, so a task never mixes in scores from another specialty. A category without pathways (a
+custom file) gets its explicit ``calculators`` ids plus every registry calculator whose tags or names
+share one of its ``tags``. Unknown ids are skipped with one warning each,
 so the taxonomy may name calculators the registry does not have yet. A category whose context names a
 patient group (a newborn, an older adult, a pregnant patient) says so in ``population``; its tasks
 then only combine calculators that apply to that group.
@@ -19,6 +21,7 @@ import yaml
 from calcmate.calculators.registry import Registry, registry
 from calcmate.calculators.spec import Calculator, normalize_name
 from calcmate.domains import Domain
+from calcmate.synth.pathways import load_pathways
 from calcmate.synth.profile import default_model
 
 log = logging.getLogger(__name__)
@@ -36,6 +39,7 @@ class Category:
     context: str = ""
     calculators: list[str] = field(default_factory=list)  # resolved registry ids
     population: str | None = None  # a group of populations.yaml the context names (e.g. "neonate")
+    pathways: tuple[str, ...] = ()  # ids of pathways.yaml; when given, they alone supply the calculators
 
     @property
     def task_category(self) -> str:
@@ -63,7 +67,7 @@ class Taxonomy:
         return [c for c in self.categories if len(c.calculators) >= min_calculators]
 
 
-_ENTRY_KEYS = {"name", "specialty", "tags", "calculators", "context", "population"}
+_ENTRY_KEYS = {"name", "specialty", "tags", "calculators", "context", "population", "pathways"}
 
 
 def _keywords(calc: Calculator) -> list[str]:
@@ -84,6 +88,7 @@ def load_taxonomy(path: str | Path | None = None, reg: Registry | None = None) -
     if not isinstance(domains, dict) or not domains:
         raise ValueError(f"{p}: taxonomy needs a non-empty 'domains' mapping")
     keywords = {c.id: _keywords(c) for c in reg}
+    paths = None
     cats: list[Category] = []
     missing: dict[str, list[str]] = {}
     for dname, entries in domains.items():
@@ -104,10 +109,20 @@ def load_taxonomy(path: str | Path | None = None, reg: Registry | None = None) -
                 explicit=tuple(str(x) for x in e.get("calculators") or ()),
                 context=str(e.get("context") or ""),
                 population=str(e["population"]) if e.get("population") else None,
+                pathways=tuple(str(x) for x in e.get("pathways") or ()),
             )
             if cat.population is not None and cat.population not in default_model().groups:
                 raise ValueError(f"{p}: domains.{dname}[{i}] ({cat.name}): population {cat.population!r} is not a "
                                  f"group of populations.yaml: {sorted(default_model().groups)}")
+            if cat.pathways:
+                if paths is None:
+                    paths = load_pathways(reg=None if reg is registry() else reg)
+                unknown_p = [x for x in cat.pathways if x not in paths.pathways]
+                if unknown_p:
+                    raise ValueError(f"{p}: domains.{dname}[{i}] ({cat.name}): unknown pathways {unknown_p}")
+                cat.calculators = [c for c in paths.union(cat.pathways) if reg.find(c) is not None]
+                cats.append(cat)
+                continue
             ids: list[str] = []
             for cid in cat.explicit:
                 calc = reg.find(cid)
