@@ -26,8 +26,12 @@ from calcmate.tasks import Task
 
 pytest.importorskip("calcmate.ehr.materialize", reason="the patient materializer has not landed")
 
-BRANCH = "the plan's branch goes to"
 NO_ARM = "no further calculator on this arm"
+
+
+def _says_value(text: str, name: str, value) -> bool:
+    """The thought names the calculator and its value (grammar wording varies)."""
+    return name in text and str(value) in text
 
 
 def _empty_arm_task() -> Task:
@@ -114,11 +118,11 @@ def test_decider_last_opens_the_final_answer_with_its_branch_thought(episodes):
     # the decider's run_python result is the last tool call: no later turn could carry the thought
     assert traj.tool_calls[-1].tool == "run_python"
     first = prose.strip().split("\n\n")[0]
-    assert first.startswith(f"{dec.name} = {values[dec.name]}"), first
-    assert BRANCH in first and NO_ARM in first, first
+    assert _says_value(first, dec.name, values[dec.name]), first
+    assert NO_ARM in first, first
     assert all(n in first for n in other), (other, first)
     # the thought precedes the block; the block's decider value is the same one
-    assert prose.index(BRANCH) < traj.final_answer_text.index(OPEN)
+    assert prose.index(NO_ARM) < traj.final_answer_text.index(OPEN)
 
 
 def test_decider_mid_task_puts_its_branch_thought_in_the_next_tool_call(episodes):
@@ -130,12 +134,12 @@ def test_decider_mid_task_puts_its_branch_thought_in_the_next_tool_call(episodes
         c["function"]["name"] == "run_python" and dec.name in m["content"] for c in m.get("tool_calls") or []))
     nxt = assistant[i + 1]
     assert nxt.get("tool_calls"), "the turn after the decider's result is a tool call"
-    assert nxt["content"].startswith(f"{dec.name} = {values[dec.name]}"), nxt["content"]
-    assert BRANCH in nxt["content"] and NO_ARM in nxt["content"]
-    assert all(n in nxt["content"] for n in other)
+    head = nxt["content"].split("\n\n")[0]
+    assert _says_value(head, dec.name, values[dec.name]), nxt["content"]
+    assert NO_ARM in head and all(n in head for n in other), head
     # the final answer opens with the last calculator's thought, which names no branch
     last = task.calculator_answers[-1]
     assert last.calculator_id != dec.calculator_id
-    assert prose.startswith(f"{last.name} = {values[last.name]}"), prose
-    assert BRANCH not in prose
-    assert sum(BRANCH in (m.get("content") or "") for m in assistant) == 1
+    assert _says_value(prose.split("\n\n")[0], last.name, values[last.name]), prose
+    assert NO_ARM not in prose
+    assert sum(NO_ARM in (m.get("content") or "") for m in assistant) == 1

@@ -248,9 +248,15 @@ def _numberish(s: str) -> bool:
 
 
 def _value_from(reading: Reading, truth: Any) -> Any:
-    """The value to compute with: the number (and unit) read from the row, or, for a finding stated
-    in a note ("Best motor response: Obeys commands") and for derived criteria (age 67 for "65-74"),
-    the task's wording of that finding, which the row shows."""
+    """The value to compute with, as the row shows it: the number (and unit) of a measurement, the
+    finding after the label of a note line ("Best motor response: Obeys commands"), or the recorded
+    cell a criterion derives from ("White" for race, 67 for an age band). ``_settle`` falls back to the
+    task's wording of that same finding where the registry cannot read the recorded form."""
+    if reading.how == "text":
+        line = str(reading.value)
+        return line.split(":", 1)[1].strip() if ":" in line else line.strip()
+    if reading.how == "derived":
+        return reading.value
     if reading.how == "row":
         q = re.fullmatch(r"\s*([-+]?\d+(?:\.\d+)?)\s*", reading.value)
         if q and reading.unit:
@@ -260,6 +266,25 @@ def _value_from(reading: Reading, truth: Any) -> Any:
             return f"{q.group(1)} {truth_unit}".strip() if truth_unit and not re.search(r"\d", truth_unit) else q.group(1)
         return reading.value
     return truth
+
+
+def _settle(calc: Any, values: dict[str, Any], truths: dict[str, Any]) -> dict[str, Any]:
+    """``values`` as the rows show them; an input the registry cannot read in its recorded form
+    ("Obeys commands" where it expects "Obeys commands (6)") takes the task's wording of the same
+    finding instead, one field at a time."""
+    from calcmate.calculators.spec import CalculatorInputError
+
+    out = dict(values)
+    for _ in range(len(out) + 1):
+        try:
+            calc.validate(out)
+            return out
+        except CalculatorInputError as e:
+            if e.field in out and e.field in truths and out[e.field] != truths[e.field]:
+                out[e.field] = truths[e.field]
+                continue
+            return out
+    return out
 
 
 @dataclass
@@ -297,6 +322,10 @@ class OraclePolicy(Policy):
 
     def search_query(self, work: CalcWork) -> str:
         return work.calc.name if work.calc is not None else work.answer.name
+
+    def sql_text(self, step: SqlStep) -> str:
+        """The query as written for this step (the teacher varies the wording, never the rows)."""
+        return step.sql
 
     def recovery_planned(self, step: SqlStep) -> bool:
         """Whether ``recovery`` would stage a mistake before this query (then it runs on its own)."""
@@ -390,7 +419,7 @@ class OraclePolicy(Policy):
                 tables = ", ".join(dict.fromkeys(t for st in mine for t in st.tables))
                 state = yield Action(thought=self.say("retrieve_parallel", name=name, fields=_listing(fields), tables=tables,
                                                       n=len(mine)),
-                                     tool_calls=[ToolCall("run_read_only_sql", {"query": st.sql}) for st in mine])
+                                     tool_calls=[ToolCall("run_read_only_sql", {"query": self.sql_text(st)}) for st in mine])
                 for st, rec in zip(mine, state.trajectory.tool_calls[-len(mine):]):
                     sql_obs[st.sql] = rec.result
                 mine = []
@@ -402,7 +431,7 @@ class OraclePolicy(Policy):
                           and _get(self.placed[i], "calculator") == w.answer.name]
                 say_kind, self._retrieve_kind = self._retrieve_kind, "retrieve"
                 state = yield Action(thought=self.say(say_kind, name=name, fields=_listing(fields), tables=", ".join(st.tables)),
-                                     tool_calls=[ToolCall("run_read_only_sql", {"query": st.sql})])
+                                     tool_calls=[ToolCall("run_read_only_sql", {"query": self.sql_text(st)})])
                 sql_obs[st.sql] = state.trajectory.tool_calls[-1].result
             self._read_inputs(task, w, sql_obs)
             if w.values is None:
@@ -478,6 +507,7 @@ class OraclePolicy(Policy):
                     if _get(u, "calculator") == w.answer.name} if self.report is not None else set()
         by_calc = {x.calc.id: x for x in self.works if x.calc is not None}
         values: dict[str, Any] = {}
+        truths: dict[str, Any] = {}
         for i, gi in enumerate(w.answer.inputs):
             src = str(getattr(gi, "source", "") or "")
             if src.startswith("calculator:"):
@@ -488,7 +518,7 @@ class OraclePolicy(Policy):
                 values[keys[i]] = up.value
                 w.readings.append(Reading(gi.field, up.value, "fed", source=up.calc.name))
                 continue
-            p = mine.get(gi.field)
+            p = mine.get(gi.field) or self._shared(gi.field, sql_obs)
             if p is None:
                 if gi.field in unplaced or not self.placed:
                     values[keys[i]] = gi.value  # not in the EHR: the reference's default, said as such
@@ -503,8 +533,18 @@ class OraclePolicy(Policy):
             if _get(p, "match") == "derived":
                 reading.how = "derived"
             values[keys[i]] = _value_from(reading, gi.value)
+            truths[keys[i]] = gi.value
             w.readings.append(reading)
-        w.values = values
+        w.values = _settle(w.calc, values, truths)
+
+    def _shared(self, field_name: str, sql_obs: dict[str, str]) -> Any:
+        """The same finding placed for another calculator, in rows already returned: one patient, one
+        value, whichever score asks for it."""
+        from calcmate.calculators.spec import normalize_name
+
+        key = normalize_name(field_name)
+        return next((p for p in self.placed if normalize_name(str(_get(p, "field"))) == key
+                     and str(_get(p, "query")) in sql_obs), None)
 
     def _final_answer(self, state: EpisodeState) -> str:
         items = []

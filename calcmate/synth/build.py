@@ -132,7 +132,7 @@ def offline_task(tax: Taxonomy, reg: Registry, seed: int | str, index: int, **kw
     calcs = [reg.get(s.calc_id) for s in spec.workflow.steps]
     issues = []
     for _ in range(5):  # templates are drawn at random: redraw on a rule break
-        question = write_question(spec.workflow, spec.patient.executed, reg, rng)
+        question = write_question(spec.workflow, spec.patient.executed, reg, rng, patient=spec.patient)
         task = to_task(spec, reg, question)
         issues = check_question(question, calcs, input_value_texts(task))
         if not issues:

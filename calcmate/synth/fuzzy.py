@@ -1,4 +1,4 @@
-"""Fuzzy question writer (offline templates) and the rules every fuzzy question must follow.
+"""Fuzzy question writer (the offline grammar) and the rules every fuzzy question must follow.
 
 The paper's rules: the question reads like a clinician thinking aloud, names no calculator, and
 gives no patient values (the agent must find them in the EHR). The workflow's order, dependency
@@ -11,32 +11,11 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from calcmate.calculators.registry import Registry
 from calcmate.calculators.spec import Calculator, normalize_name
 from calcmate.synth.composer import Workflow
-
-OPENINGS = (
-    "I'm seeing {context}, and I want to work through this systematically.",
-    "I'm looking after {context} and need help structuring the assessment.",
-    "We have {context}; before deciding on management I'd like a clear, stepwise picture.",
-    "I'm evaluating {context} and want a defensible plan for the next few hours.",
-)
-FIRST = ("First, I want {need}.", "To start, I need {need}.", "My first step is {need}.")
-NEXT = ("Then I want {need}.", "Next, I'd like {need}.", "After that, I need {need}.", "I also want {need}.")
-FEED = ("Use that result directly for the next step: I need {need}.",
-        "Carry that result forward, since it feeds {need}.")
-BRANCH = (
-    "That result decides the next step: if it falls in the \"{then}\" range or beyond, I want {then_need}; "
-    "otherwise, {else_need}.",
-    "Depending on where that lands: at \"{then}\" or beyond, I'd go on to {then_need}; if not, {else_need}.",
-)
-SKIP = ("no extra assessment is needed on that branch", "skip that step and move on")
-CLOSINGS = (
-    "Please use only what is documented in the record, and give each result with its interpretation.",
-    "Pull everything from the chart, and summarise each result and what it means for management.",
-    "Base everything on the patient's record and tell me how each result changes the plan.",
-)
 
 _PAREN_NUM = re.compile(r"\s*[\(\[][^\)\]]*\d[^\)\]]*[\)\]]")
 
@@ -82,31 +61,17 @@ def need_phrase(calc: Calculator, all_calcs: list[Calculator]) -> str:
     return f"a standardised {tags[0] if tags else 'bedside'} assessment to guide this decision"
 
 
-def write_question(wf: Workflow, executed_order: list[str], reg: Registry, rng: random.Random) -> str:
-    """Template question over the whole workflow (both branch arms are described)."""
-    calcs = [reg.get(s.calc_id) for s in wf.steps]
-    ctx = wf.category.context or f"a patient where {wf.category.name.lower()} is the concern"
-    parts = [rng.choice(OPENINGS).format(context=ctx)]
-    branch = wf.branches[0] if wf.branches else None
-    fed_targets = {d.dst for d in wf.dependencies if d.kind == "feeds"}
-    arm_ids = set(branch.then + branch.else_) if branch else set()
-    first = True
-    for s in wf.steps:
-        if s.calc_id in arm_ids:
-            continue
-        calc = reg.get(s.calc_id)
-        need = need_phrase(calc, calcs)
-        tmpl = FIRST if first else (FEED if s.calc_id in fed_targets else NEXT)
-        parts.append(rng.choice(tmpl).format(need=need))
-        first = False
-        if branch and s.calc_id == branch.decider:
-            then_need = " and ".join(need_phrase(reg.get(i), calcs) for i in branch.then)
-            else_need = (" and ".join("get " + need_phrase(reg.get(i), calcs) for i in branch.else_)
-                         if branch.else_ else rng.choice(SKIP))
-            parts.append(rng.choice(BRANCH).format(then=clean_label(scrub(branch.then_label, calcs)), then_need=then_need,
-                                                   else_need=else_need))
-    parts.append(rng.choice(CLOSINGS))
-    return " ".join(p[0].upper() + p[1:] for p in parts)
+def write_question(wf: Workflow, executed_order: list[str], reg: Registry, rng: random.Random,
+                   patient: Any = None) -> str:
+    """The clinician's question for a workflow, from the offline grammar (``calcmate.synth.grammar``).
+
+    Both branch arms are described. With the sampled ``patient`` the presentation also gives age (in
+    words), sex, history and qualitative findings; ``grammar.question(task, rng)`` does the same from a
+    finished ``Task``. ``executed_order`` is kept for callers; the grammar reads the plan itself.
+    """
+    from calcmate.synth.grammar import question_from_view, view_from_workflow
+
+    return question_from_view(view_from_workflow(wf, reg, patient), rng)
 
 
 def find_names(text: str, calcs: list[Calculator]) -> list[str]:

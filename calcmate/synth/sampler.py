@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,6 +144,7 @@ def _attempt(wf: Workflow, reg: Registry, rng: random.Random, feeds: dict, want:
     arms: dict[str, str] = {}
     skip: set[str] = set()
     branches = {b.decider: b for b in wf.branches}
+    key_count = Counter(_share_key(i) for st in wf.steps for i in reg.get(st.calc_id).inputs)
     for step in wf.steps:
         cid = step.calc_id
         if cid in skip:
@@ -155,8 +157,11 @@ def _attempt(wf: Workflow, reg: Registry, rng: random.Random, feeds: dict, want:
                 vals[inp.key] = _fed_value(results[src], inp)
                 fed.setdefault(cid, {})[inp.key] = src
                 continue
-            if inp.optional and rng.random() < 0.5:
-                continue  # left to the calculator's documented default
+            if inp.optional and key_count[_share_key(inp)] < 2 and model.binding(calc, inp) is None \
+                    and cat.binding(calc, inp) is None and rng.random() < 0.5:
+                # left to the calculator's documented default: only a finding no other calculator of the
+                # task asks about and no patient attribute or measurement fixes (one patient, one value)
+                continue
             binding = model.binding(calc, inp)
             if binding is not None and not (binding.attr == "head_circumference" and profile.head_circumference_cm is None):
                 vals[inp.key] = derive(binding, inp, profile)

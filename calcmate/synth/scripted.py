@@ -54,18 +54,29 @@ class ScriptedTeacher(OraclePolicy):
         return gr.plan_text(state.task, self.rng)
 
     def search_query(self, work: CalcWork) -> str:
+        """What a clinician would type: mostly what the score does or estimates, sometimes a short
+        alias or abbreviation, rarely the full name."""
         calc = work.calc
         if calc is None:
             return work.answer.name
-        options = [a for a in calc.aliases if not re.search(r"\(\d{4}\)", a) and len(a) > 3]
         what = gr.output_phrase(calc)
-        if what:
-            options += [what, f"{what} calculator"]
         tags = gr.specific_tags(calc)
+        short = [a for a in calc.aliases if len(a) <= 24 and not re.search(r"\(\d{4}\)", a)
+                 and a.lower() != calc.name.lower()]
+        pools = []
+        if what:
+            pools.append((0.55, [what, f"{what} calculator", f"{what} score formula", f"how to calculate {what}"]))
         if tags:
-            options.append(" ".join(tags[:3]) + " score")
-        options = [o for o in options if o.lower() != calc.name.lower()] or [calc.name]
-        return self.rng.choice(options)
+            pools.append((0.2, [" ".join(tags[:3]), " ".join(tags[:2]) + " score", " ".join(tags[:3]) + " criteria"]))
+        if short:
+            pools.append((0.2, short))
+        pools.append((0.05, [calc.name]))
+        r, acc = self.rng.random() * sum(w for w, _ in pools), 0.0
+        for w, options in pools:
+            acc += w
+            if r <= acc:
+                return self.rng.choice(options)
+        return calc.name
 
     def say(self, kind: str, **s: Any) -> str:
         w: CalcWork | None = s.get("work")
@@ -174,6 +185,9 @@ class ScriptedTeacher(OraclePolicy):
             out.append(gr.thought("branch", slots, self.rng))
         return out
 
+    def sql_text(self, step: SqlStep) -> str:
+        return vary_sql(step.sql, self.rng)
+
     def recovery_planned(self, step: SqlStep) -> bool:
         return bool(self._recover_sql and self._recover_sql[0] == step.sql)
 
@@ -194,6 +208,36 @@ class ScriptedTeacher(OraclePolicy):
         if missing:
             text += "\n\n" + " ".join(f"{w.answer.name} could not be computed: {w.reason}." for w in missing)
         return text.strip()
+
+
+_ILIKE_OR = re.compile(r"\(\s*(\w+(?:\.\w+)?) ILIKE ('[^']*')((?:\s+OR\s+\1 ILIKE '[^']*')+)\s*\)", re.I)
+
+
+def vary_sql(sql: str, rng: random.Random) -> str:
+    """The same query in another idiomatic PostgreSQL wording: the rows and columns it returns are
+    unchanged (the teacher reads values by column and by time, not by row order), only the way a
+    person might write it differs (a table alias, ``ANY(ARRAY[...])`` for an OR of patterns,
+    ``LOWER(x) LIKE``, ``IN (...)`` for the patient, ``NULLS LAST``, a generous ``LIMIT``)."""
+    out = sql
+    if rng.random() < 0.4:
+        m = _ILIKE_OR.search(out)
+        if m:
+            pats = [m.group(2)] + re.findall(r"ILIKE ('[^']*')", m.group(3))
+            out = out[:m.start()] + f"{m.group(1)} ILIKE ANY (ARRAY[{', '.join(pats)}])" + out[m.end():]
+    if rng.random() < 0.3:
+        out = re.sub(r"\b(\w+) ILIKE '([^'A-Z]*)'", lambda m: f"LOWER({m.group(1)}) LIKE '{m.group(2)}'", out, count=1)
+    if rng.random() < 0.35:
+        out = re.sub(r"\bpatient_id = ('[^']+')", r"patient_id IN (\1)", out, count=1)
+    if rng.random() < 0.35:
+        m = re.search(r"\bFROM (\w+)(\s+WHERE\b)", out)
+        if m and " JOIN " not in out.upper():
+            alias = "".join(w[0] for w in m.group(1).split("_"))
+            out = out[:m.start()] + f"FROM {m.group(1)} AS {alias}" + m.group(2) + out[m.end():]
+    if rng.random() < 0.3 and re.search(r"\bDESC\b(?!\s+NULLS)", out):
+        out = re.sub(r"\bDESC\b(?!\s+NULLS)", "DESC NULLS LAST", out)
+    if rng.random() < 0.3 and not re.search(r"\bLIMIT\b", out, re.I):
+        out = out.rstrip().rstrip(";") + f" LIMIT {rng.choice((50, 100, 200))}"
+    return out
 
 
 def _goal(task: Any) -> str:
