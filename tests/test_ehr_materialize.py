@@ -142,15 +142,17 @@ def test_oracle_sql_uses_only_identifiers_it_has_seen(materialized_dev, dev_task
     checked = 0
     for task, traj in zip(dev_tasks, asyncio.run(episodes())):
         assert traj.finished, traj.stop_reason
-        calls = [c for c in traj.tool_calls if c.tool == "run_sql"]
+        calls = [c for c in traj.tool_calls if c.tool in ("run_sql", "run_read_only_sql")]
         queries = [c.arguments["query"] for c in calls]
-        assert len(queries) == len(set(queries)) == len(reports[task.task_id].retrievals)
+        # every retrieval runs (once it succeeds); a recovery (a failed or empty query, then the fix) may precede it
+        assert {r.sql for r in reports[task.task_id].retrievals} <= set(queries)
+        ok = [q for c, q in zip(calls, queries) if not c.is_error]
+        assert len(ok) == len(set(ok)), ok
         seen = ""
         for c in calls:
             q = c.arguments["query"]
             for literal in [v for v in ids if f"'{v}'" in q] + _TIMESTAMP.findall(q):
                 assert literal in seen, f"{task.task_id}: {literal!r} in {q!r} before any result showed it"
-            assert not c.is_error, c.result
             seen += "\n" + c.result
             checked += 1
         ev = SqlEvidence(traj)
@@ -338,4 +340,26 @@ def test_llm_prose_keeps_every_input_findable(pg_server, dev_tasks):
                 assert p.stored in found, (p.field, p.query)
     finally:
         httpd.shutdown()
+        pg_server.drop_database(db.name)
+
+
+def test_neonatal_and_infant_age_bands_materialize(pg_server):
+    """Age bands below a year ("<1 month", "2–24 months", "neonate") give a visit age in days or months
+    inside the band (once an empty randrange aborted the whole run)."""
+    db = pg_server.create_database()
+    try:
+        with db.connect() as conn:
+            for k, (band, lo, hi) in enumerate([("<1 month", 0, 31), ("2–24 months", 60, 761), ("Neonate", 0, 28)]):
+                task = Task(task_id=f"t_band{k}", patient_id=f"PB{k}", fuzzy_question="?", calculator_answers=[
+                    CalcAnswer(order=1, name="X", inputs=[CalcInput(field="Age", value=band),
+                                                          CalcInput(field="Weight", value="3.4 kg")])])
+                rep = materialize(task, conn, seed=k)
+                (p,) = [p for p in rep.placed if p.field == "Age"]
+                assert p.column == "patient_age" and p.match == "derived"
+                age, unit, born = conn.execute(
+                    "SELECT v.patient_age, v.patient_age_unit, p.birth_date FROM visit_inpatient v JOIN patient_information p "
+                    "USING (patient_id) WHERE patient_id = %s", (rep.patient_id,)).fetchone()
+                days = age * {"days": 1, "months": 30.44, "years": 365.25}[unit]
+                assert unit in ("days", "months") and lo <= days < hi, (band, age, unit, born)
+    finally:
         pg_server.drop_database(db.name)

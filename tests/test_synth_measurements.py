@@ -51,9 +51,11 @@ def test_numeric_inputs_are_identified_by_key_label_and_unit(reg, cat):
     assert _b(reg, cat, "feurea", "serum_bun").quantity == "bun"
     assert _b(reg, cat, "sofa", "map").quantity == "map"
     assert _b(reg, cat, "carboplatin_calvert", "gfr").quantity == "crcl"  # the data file's mapping
-    # a urine sodium, a baseline or serial creatinine, a target sodium are other quantities
-    for cid, key in (("fena", "urine_sodium"), ("kdigo_aki", "baseline_creatinine"),
-                     ("kinetic_egfr", "creatinine_2"), ("sodium_correction_rate", "target_sodium")):
+    # a urine sodium is the urine quantity, never serum sodium; a baseline or serial creatinine, a target
+    # sodium are no pool quantity
+    assert _b(reg, cat, "fena", "urine_sodium").quantity == "urine_sodium"
+    for cid, key in (("kdigo_aki", "baseline_creatinine"), ("kinetic_egfr", "creatinine_2"),
+                     ("sodium_correction_rate", "target_sodium"), ("sodium_correction_rate", "infusate_sodium")):
         if key in {i.key for i in reg.get(cid).inputs}:
             assert _b(reg, cat, cid, key) is None, (cid, key)
     g = _b(reg, cat, "gcs", "motor")

@@ -51,6 +51,8 @@ LABS: tuple[LabItem, ...] = (
     LabItem("hematocrit", "Hematocrit", r"\b(hematocrit|hct)\b", "%", 36, 50, "Complete blood count"),
     LabItem("wbc", "White blood cell count", r"\b(wbc|white blood cell|white cell|leukocyte)\b", "x10^9/L", 4.0, 11.0, "Complete blood count", 1),
     LabItem("platelets", "Platelet count", r"\b(platelet|plt)", "x10^9/L", 150, 400, "Complete blood count"),
+    LabItem("anc", "Absolute neutrophil count", r"\babsolute neutrophil|\banc\b", "x10^9/L", 1.5, 8.0, "Complete blood count", 2),
+    LabItem("alc", "Absolute lymphocyte count", r"\babsolute lymphocyte|\balc\b", "x10^9/L", 1.0, 4.8, "Complete blood count", 2),
     LabItem("lymphocytes", "Lymphocytes", r"\blymphocyte", "%", 20, 40, "Complete blood count"),
     LabItem("neutrophils", "Neutrophils", r"\bneutrophil", "%", 40, 70, "Complete blood count"),
     LabItem("eosinophils", "Eosinophils", r"\beosinophil", "%", 1, 4, "Complete blood count"),
@@ -64,9 +66,9 @@ LABS: tuple[LabItem, ...] = (
     LabItem("crp", "C-reactive protein", r"\b(crp|c reactive protein)\b", "mg/L", 0, 5, "Inflammation"),
     LabItem("procalcitonin", "Procalcitonin", r"\bprocalcitonin\b", "ng/mL", 0, 0.1, "Inflammation", 2),
     LabItem("uric_acid", "Uric acid", r"\buric acid\b", "mg/dL", 3.5, 7.2, "Chemistry", 1),
-    LabItem("cholesterol", "Total cholesterol", r"\b(total )?cholesterol\b", "mg/dL", 0, 200, "Lipid panel"),
     LabItem("hdl", "HDL cholesterol", r"\bhdl\b", "mg/dL", 40, 100, "Lipid panel"),
     LabItem("ldl", "LDL cholesterol", r"\bldl\b", "mg/dL", 0, 100, "Lipid panel"),
+    LabItem("cholesterol", "Total cholesterol", r"^(?!.*\b(hdl|ldl|vldl)\b).*\b(total )?cholesterol\b", "mg/dL", 0, 200, "Lipid panel"),
     LabItem("triglycerides", "Triglycerides", r"\btriglyceride", "mg/dL", 0, 150, "Lipid panel"),
     LabItem("hba1c", "Hemoglobin A1c", r"\b(hba1c|a1c)\b", "%", 4.0, 5.6, "Chemistry", 1),
     LabItem("tsh", "TSH", r"\btsh\b", "mIU/L", 0.4, 4.0, "Endocrine", 2),
@@ -77,12 +79,17 @@ LABS: tuple[LabItem, ...] = (
 )
 
 SAMPLES = (("urine", "Urine", r"\burine\b"), ("pleural", "Pleural fluid", r"\bpleural( fluid)?\b"),
-           ("csf", "CSF", r"\b(csf|cerebrospinal)\b"), ("ascites", "Ascitic fluid", r"\b(ascitic|peritoneal fluid)\b"))
+           ("csf", "CSF", r"\b(csf|cerebrospinal)\b"), ("ascites", "Ascitic fluid", r"\b(ascitic|peritoneal fluid)\b"),
+           ("drain", "Drain fluid", r"\b(drain|drainage)( fluid)?\b"))
+# A lab of a non-blood specimen named by an intake/output word ("urine sodium", "drain fluid potassium"):
+# a labelled specimen measurement, not a volume.
+SPECIMEN_LAB = re.compile(r"\b(urine|drain|drainage|pleural|ascitic|peritoneal|csf)\b.*\b(sodium|potassium|chloride|osm\w*|"
+                          r"creatinine|urea|protein|glucose|ldh|albumin|amylase|lipase|bilirubin|ph)\b")
 
 # Words that make a lab-looking field a parameter or a criterion, not a measurement.
 NOT_A_MEASUREMENT = re.compile(
     r"\b(desired|target|goal|rate of|correction|fluid type|concentrate|phosphates|nahco3|normal|"
-    r"category|clearance|deficit|replacement|infusion|category)\b"
+    r"category|clearance|deficit|replacement|infusion|infusate|dialysate|ultrafiltrate|effluent)\b"
 )
 UPPER_LIMIT = re.compile(r"\b(upper limit of normal|uln)\b")
 
@@ -97,13 +104,16 @@ class VitalItem:
     decimals: int = 0
 
 
+_NOT_SYSTEMIC = r"^(?!.*\b(pulmonary|pa|rv|lv|ventricular|dimension|diameter|volume|end|murmur|function)\b).*"
+
 VITALS: tuple[VitalItem, ...] = (
     VitalItem("heart_rate", r"\bheart rate\b|^hr\b", "/min", 60, 100),
     VitalItem("pulse", r"\bpulse\b(?! ?ox)", "/min", 60, 100),
     VitalItem("breathe", r"\brespiratory rate\b|^rr\b|\bbreathing rate\b", "/min", 12, 20),
     VitalItem("temperature", r"\btemperature\b|^temp\b", "degC", 36.3, 37.3, 1),
-    VitalItem("systolic_pressure", r"\bsystolic\b|\bsbp\b", "mmHg", 105, 135),
-    VitalItem("diastolic_pressure", r"\bdiastolic\b|\bdbp\b", "mmHg", 60, 85),
+    # not a cardiac dimension or a pulmonary pressure ("LV end systolic dimension", "PA systolic pressure")
+    VitalItem("systolic_pressure", _NOT_SYSTEMIC + r"(\bsystolic\b|\bsbp\b)", "mmHg", 105, 135),
+    VitalItem("diastolic_pressure", _NOT_SYSTEMIC + r"(\bdiastolic\b|\bdbp\b)", "mmHg", 60, 85),
     VitalItem("height", r"^height\b|\bheight$|\bbody height\b", "cm", 155, 185),
     VitalItem("weight", r"^weight\b|\bbody weight\b|\bweight$|\bweight kg\b|\bweight lb", "kg", 55, 95, 1),
     VitalItem("urine_volume", r"\b(total )?urine output\b|^urine$|^urine volume\b", "mL", 800, 2000),
@@ -128,7 +138,7 @@ MEDICATION = re.compile(
     r"steroid|corticosteroid|nsaid|opioid|chemotherapy|using)\b"
 )
 ORDER_PARAM = re.compile(
-    r"\b(rate|infusion|drip|drop factor|volume to be given|fluid type|desired|target|goal|dextrose|"
+    r"\b(rate|infusion|infusate|dialysate|drip|drop factor|volume to be given|fluid type|desired|target|goal|dextrose|"
     r"concentration|time|hours|duration|d5w|saline|lactate d|ringer|plasma lyte|tpn|enteral|albumin 5|"
     r"packed rbcs|nahco3|feeding|nutren|jevity|ensure|osmolite|osmolyte|replete|peptamen|suplena|vivonex|"
     r"twocal|beneprotein|renalcal|nepro|isosource|diabetisource|novasource|pulmocare|fibersource|impact)\b"

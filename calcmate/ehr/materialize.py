@@ -65,8 +65,9 @@ from psycopg import sql
 from calcmate.calculators.spec import normalize_name
 from calcmate.ehr import lexicon as lx
 from calcmate.ehr.server import EhrDatabase
+from calcmate.synth import physiology as ph
 from calcmate.tasks import Task
-from calcmate.units import UnitError, convert, parse_quantity
+from calcmate.units import ANALYTES, UnitError, convert, is_known_unit, parse_quantity
 
 CAMPUS = "Main Campus"
 INSTITUTION = "CM001"
@@ -198,6 +199,7 @@ class _Builder:
         self.vid = f"V{h[10:20]}"
         self.rows: dict[str, list[dict]] = defaultdict(list)
         self.leftover: list[tuple] = []  # inputs a structured slot could not take -> text
+        self.age_days = int(60 * 365.25)  # set from the task's age by _demographics
         self.lab_terms: dict[str, str] = {}  # test_item_name -> the ILIKE pattern an agent would search it by
         self.report = MaterializeReport(task.task_id, self.pid, self.vid, seed)
         self._n = 0
@@ -225,6 +227,20 @@ def _valid_date(s: str) -> bool:
         return False
 
 
+def _unit_fits(unit: str, item: lx.LabItem) -> bool:
+    """Whether a value in ``unit`` can be this lab (a spelling calcmate.units does not know is given the benefit)."""
+    if not item.unit:
+        return not is_known_unit(unit) or unit.strip() in ("%",)
+    analyte = item.key if item.key in ANALYTES else ("count" if "10^9" in item.unit else None)
+    for u in (unit, re.sub(r"^\s*[×xX]\s*(?=10)", "", unit)):
+        try:
+            convert(1.0, u, item.unit, analyte)
+            return True
+        except (UnitError, ValueError, TypeError):
+            continue
+    return not is_known_unit(unit)
+
+
 def _classify(field_n: str, value: Any) -> tuple[str, Any]:
     """-> (kind, detail). Kinds: lab, uln, vital, age, sex, ethnicity, dob, anesthesia, dose,
     history, order, exam:<type>."""
@@ -249,11 +265,15 @@ def _classify(field_n: str, value: Any) -> tuple[str, Any]:
             for v in lx.VITALS:
                 if re.search(v.pattern, field_n):
                     return "vital", v
-            if not lx.INTAKE_OUTPUT.search(field_n) or re.search(r"\burine (sodium|potassium|chloride|osm|creatinine)", field_n):
+            if not lx.INTAKE_OUTPUT.search(field_n) or lx.SPECIMEN_LAB.search(field_n):
                 for item in lx.LABS:
                     if re.search(item.pattern, field_n):
                         # a fluid given ("Ringer's lactate: 1500 mL", "25% albumin: 0 mL") is intake, not a lab
-                        return ("order", None) if num[1] and re.fullmatch(r"(m?l|cc)", num[1], re.I) else ("lab", item)
+                        if num[1] and re.fullmatch(r"(m?l|cc)", num[1], re.I):
+                            return "order", None
+                        if num[1] and not _unit_fits(num[1], item):
+                            continue  # "Time between creatinine measurements: 9.55 h" is no creatinine
+                        return "lab", item
         if lx.MEDICATION.search(field_n) and num[1] and re.match(r"^(mg|g|mcg|ug|µg|units?|iu|mEq)$", num[1], re.I):
             return "dose", None
     if lx.MEDICATION.search(field_n) and not lx.ORDER_PARAM.search(field_n):
@@ -276,6 +296,18 @@ def materialize(task: Task, conn_or_db: psycopg.Connection | EhrDatabase, seed: 
 
     Re-running with the same task and seed replaces that patient's rows with identical ones.
     """
+    b = _build(task, seed, n_distractors, llm)
+    _write(b, conn_or_db)
+    return b.report
+
+
+def materialize_rows(task: Task, seed: int = 0, *, n_distractors: int = 2) -> tuple[MaterializeReport, dict[str, list[dict]]]:
+    """The rows ``materialize`` would write (table -> rows), without a database: for audits and tests."""
+    b = _build(task, seed, n_distractors, None)
+    return b.report, {t: list(r) for t, r in b.rows.items()}
+
+
+def _build(task: Task, seed: int, n_distractors: int, llm: LLMConfig | None) -> _Builder:
     b = _Builder(task, seed)
     inputs = [(a.name, i) for a in sorted(task.calculator_answers, key=lambda a: a.order) for i in a.inputs]
     groups: dict[str, list] = defaultdict(list)
@@ -298,14 +330,15 @@ def materialize(task: Task, conn_or_db: psycopg.Connection | EhrDatabase, seed: 
     _plan_retrievals(b)
     for k in range(n_distractors):
         _distractor(b, k)
-    _write(b, conn_or_db)
     b.report.rows = {t: len(r) for t, r in b.rows.items()}
-    return b.report
+    return b
 
 
 # -- demographics -------------------------------------------------------------------------------
-_AGE_CATS = {"adult": (18, 85), "elderly": (65, 90), "child": (2, 12), "pediatric": (2, 15), "adolescent": (12, 17),
-             "infant": (0, 1), "neonate": (0, 0), "newborn": (0, 0)}
+# age words -> exact ages in days [from, to): the first 28 days are the neonatal period
+_AGE_CATS = {"neonat": (0, 28), "newborn": (0, 28), "preterm": (0, 28), "infant": (28, 365), "toddler": (365, 1096),
+             "adolescent": (4383, 6575), "child": (730, 4383), "pediatric": (730, 5479), "paediatric": (730, 5479),
+             "elderly": (23741, 32872), "geriatric": (23741, 32872), "adult": (6575, 31046)}
 
 
 _AGE_DAYS = {"years": 365.25, "months": 30.44, "weeks": 7.0, "days": 1.0}
@@ -314,7 +347,7 @@ _AGE_DAYS = {"years": 365.25, "months": 30.44, "weeks": 7.0, "days": 1.0}
 def _age_unit(field_n: str, unit: str | None) -> str | None:
     """The unit an exact age is given in (its value's unit, else the field's: "age (days)")."""
     for text in (unit or "", field_n):
-        m = re.search(r"\b(y|yr|yrs|years?|months?|mo|weeks?|wk|wks|days?|d)\b", text.lower())
+        m = re.search(r"\b(y|yr|yrs|years?|months?|mos?|weeks?|wk|wks|w|days?|d)\b", text.lower())
         if m:
             w = m.group(1)
             return ("years" if w.startswith("y") else "months" if w.startswith("mo") else "weeks" if w.startswith("w")
@@ -322,16 +355,32 @@ def _age_unit(field_n: str, unit: str | None) -> str | None:
     return None
 
 
+_AGE_UNIT = r"\s*(years?|yrs?|y|months?|mos?|weeks?|wks?|w|days?|d)?\b"
+
+
 def _age_constraint(value: Any, field_n: str = "") -> tuple[str, Any]:
-    """-> ("exact", (number, unit)) | ("range", (lo, hi) in years) | ("criterion", None)."""
-    s = _vstr(value).strip().lower()
-    m = re.match(r"^[<>≥≤]=?\s*(\d+)", s)
+    """-> ("exact", (number, unit)) | ("range", (lo, hi) exact age in days, half-open) | ("criterion", None).
+
+    Bands may be in any unit ("<1 month", "2–24 months", "65-74", "> 28 days"); a bare number is in the
+    field's unit ("Age (months)"), else years."""
+    s = _vstr(value).strip().lower().replace("–", "-").replace("—", "-")
+    per = lambda u: _AGE_DAYS[_age_unit(field_n, u) or "years"]  # noqa: E731
+    m = re.match(r"^(<=|>=|[<>≥≤]|under|below|younger than|over|above|older than)\s*(\d+(?:\.\d+)?)" + _AGE_UNIT, s)
     if m:
-        n = int(m.group(1))
-        return "range", (n, n + 15) if s[0] in ">≥" else (max(18, n - 15), n - 1)
-    m = re.match(r"^(\d+)\s*(?:-|–|to)\s*(\d+)", s)
+        op, n, d = m.group(1), float(m.group(2)), per(m.group(3))
+        adult = d == _AGE_DAYS["years"] and n >= 30
+        if op in ("<", "≤", "<=", "under", "below", "younger than"):
+            hi = n * d + (d if op in ("≤", "<=") else 0)
+            lo = max(18.0, n - 15) * d if adult else 0.0
+            return "range", (int(lo), max(int(lo) + 1, int(hi)))
+        lo = n * d + (0 if op in ("≥", ">=") else 1)
+        hi = min(lo + 15 * d if adult else lo + max(n * d, d), 100 * 365.25)
+        return "range", (int(lo), max(int(lo) + 1, int(hi)))
+    m = re.match(r"^(\d+(?:\.\d+)?)" + _AGE_UNIT + r"\s*(?:-|to)\s*(\d+(?:\.\d+)?)" + _AGE_UNIT, s)
     if m:
-        return "range", (int(m.group(1)), int(m.group(2)))
+        d = per(m.group(4) or m.group(2))
+        lo, hi = float(m.group(1)) * d, (float(m.group(3)) + 1) * d  # completed units: "65-74" includes 74.9
+        return "range", (int(lo), max(int(lo) + 1, int(hi)))
     num = _numeric(value)
     if num is not None and (num[1] is None or _age_unit("", num[1]) or re.match(r"^years old$", num[1].lower())):
         return "exact", (num[0], _age_unit(field_n, num[1]) or "years")
@@ -357,16 +406,19 @@ def _demographics(b: _Builder, groups) -> str:
             break
     ex_val, ex_unit = exact[0] if exact else (None, "years")
     if exact:
-        age = ex_val
+        age_days = (int(ex_val * 365.25) + b.rng.randrange(1, 300) if ex_unit == "years"
+                    else round(ex_val * _AGE_DAYS[ex_unit]))
     elif ranges:
         lo, hi = max(r[0] for r in ranges), min(r[1] for r in ranges)
-        age = b.rng.randint(lo, hi) if lo <= hi else b.rng.randint(*ranges[0])
+        if lo >= hi:  # bands that do not overlap: the first one
+            lo, hi = ranges[0]
+        age_days = b.rng.randrange(lo, hi)
     else:
-        age = b.rng.randint(45, 80)
+        age_days = int(b.rng.randint(45, 80) * 365.25) + b.rng.randrange(1, 300)
     if dob is None:
-        dob = b.now.date() - (dt.timedelta(days=int(age * 365.25) + b.rng.randrange(1, 300)) if ex_unit == "years"
-                              else dt.timedelta(days=round(age * _AGE_DAYS[ex_unit])))
+        dob = b.now.date() - dt.timedelta(days=age_days)
     days = (b.now.date() - dob).days
+    b.age_days = max(0, days)
     age_val, age_unit = (days // 365, "years") if days >= 365 * 2 else ((days // 30, "months") if days >= 60 else (days, "days"))
     if exact and age_unit == "years" and ex_unit == "years":
         age_val = int(ex_val)
@@ -387,7 +439,7 @@ def _demographics(b: _Builder, groups) -> str:
         elif f.endswith("male") and (yes or no):
             sex = sex or ("Male" if yes else "Female")
     sex = sex or b.rng.choice(["Male", "Female"])
-    ethnicity = next((_vstr(i.value) for _, i, _ in groups.get("ethnicity", [])), b.rng.choice(["Han", "White", "Black", "Hispanic", "Asian"]))
+    ethnicity = _ethnicity(b, [(i.field, _vstr(i.value)) for _, i, _ in groups.get("ethnicity", [])])
     name = f"{b.rng.choice(FIRST[sex])} {b.rng.choice(LAST)}"
     b.name, b.sex, b.dept = name, sex, b.rng.choice(DEPTS)
     b.rows["patient_information"].append(dict(
@@ -418,12 +470,43 @@ def _demographics(b: _Builder, groups) -> str:
         match = "verbatim" if sex.lower() in _vstr(inp.value).lower() else "derived"
         b.place(calc, inp, "patient_information", "gender", sex, match, "demographic", "demographic")
     for calc, inp, _ in groups.get("ethnicity", []):
-        match = "verbatim" if _vstr(inp.value) == ethnicity else "derived"
-        if match == "derived":  # a second, different ethnicity: keep it findable as text
+        said = _race_said(inp.field, _vstr(inp.value))
+        if said is None:  # a second, different ethnicity: keep it findable as text
             groups.setdefault("history", []).append((calc, inp, None))
             continue
+        match = "verbatim" if _vstr(inp.value) == ethnicity else "derived"  # "Black race: Yes" -> the race itself
         b.place(calc, inp, "patient_information", "ethnicity", ethnicity, match, "demographic", "demographic")
     return sex
+
+
+# US OMB race/ethnicity categories: what an EHR's ethnicity column holds (never "Yes"/"No").
+ETHNICITIES = ("White", "Black or African American", "Asian", "Hispanic or Latino", "American Indian or Alaska Native")
+_RACE_WORDS = (("Black or African American", r"\b(black|african)"), ("White", r"\b(white|caucasian)"),
+               ("Asian", r"\basian"), ("Hispanic or Latino", r"\b(hispanic|latin)"),
+               ("American Indian or Alaska Native", r"\b(american indian|alaska)"))
+
+
+def _race_said(field: str, value: str) -> tuple[str, bool] | None:
+    """What an ethnicity input states: (category, True) for "Black" or "Black race: Yes", (category, False)
+    for "Black race: No"; None for a value naming no category and no yes/no ("Han")."""
+    v = value.strip().lower()
+    yes, no = v.startswith(("yes", "true")), v.startswith(("no", "false"))
+    if not (yes or no):
+        return value.strip(), True  # a real value ("Caucasian", "Black") is kept as charted
+    for cat, pat in _RACE_WORDS:
+        if re.search(pat, field.lower()):
+            return cat, yes
+    return None
+
+
+def _ethnicity(b: _Builder, items: list[tuple[str, str]]) -> str:
+    """The patient's one ethnicity value: what the inputs state (a category, or not a named one), else drawn."""
+    said = [x for f, v in items if (x := _race_said(f, v)) is not None]
+    given = next((c for c, pos in said if pos), None)
+    if given is not None:
+        return given
+    excluded = {c for c, pos in said if not pos}
+    return b.rng.choice([c for c in ETHNICITIES if c not in excluded])
 
 
 # -- labs ---------------------------------------------------------------------------------------
@@ -434,14 +517,68 @@ def _lab_key(field_n: str, item: lx.LabItem) -> tuple[str, str, str]:
     return item.key, "Blood" if item.panel != "Blood gas" else "Arterial blood", item.name
 
 
-def _jitter(b: _Builder, x: float, dec: int, avoid: set[str]) -> str:
-    for _ in range(20):
-        f = 1 + b.rng.choice([-1, 1]) * b.rng.uniform(0.06, 0.2)
-        y = x * f if x else b.rng.uniform(0.1, 2)
-        s = _fmt(y, dec)
-        if s not in avoid and float(s) >= 0:
-            return s
-    return _fmt(x + 10 ** -dec * 3 + 1, dec)
+def _limit(name: str, sample: str | None = None) -> ph.Limit | None:
+    key = ph.resolve(name, sample)
+    return ph.limits()[key] if key else None
+
+
+def _in_limits(x: float, lim: ph.Limit | None, unit: str | None) -> float:
+    """``x`` (in ``unit``) clamped into the row's hard limits (converted both ways where the units differ)."""
+    if lim is None:
+        return max(0.0, x)
+    unit = ph.normalize_unit(unit)
+    if not unit or not lim.unit or normalize_name(unit) == normalize_name(lim.unit):
+        return lim.clamp(x)
+    try:
+        y = convert(x, unit, lim.unit, lim.analyte)
+        return convert(lim.clamp(y), lim.unit, unit, lim.analyte) if not lim.min <= y <= lim.max else x
+    except (UnitError, ValueError, TypeError):
+        return max(0.0, x)
+
+
+def _fmt_in(y: float, dec: int, lim: ph.Limit | None, unit: str | None) -> str:
+    """``y`` charted to ``dec`` decimals, moved one digit inward when rounding left the limits."""
+    s = _fmt(y, dec)
+    if lim is None or _in_limits(float(s), lim, unit) == float(s):
+        return s
+    q = 10 ** -dec
+    for cand in (float(s) + q, float(s) - q):
+        t = _fmt(cand, dec)
+        if _in_limits(float(t), lim, unit) == float(t):
+            return t
+    return s
+
+
+def _history(b: _Builder, x0: float, dec: int, gaps: list[float], avoid: set[str], lim: ph.Limit | None,
+             unit: str | None = None) -> list[str]:
+    """Earlier measurements before ``x0``, newest first: a walk back in time that moves at most the limit
+    row's daily ``step`` per gap (days) and stays inside its hard limits -- a trend, never a redraw."""
+    out: list[str] = []
+    x = x0
+    for days in gaps:
+        step = lim.max_step(x, days) if lim is not None else abs(x) * 0.1 * days
+        if lim is not None and lim.unit and unit and normalize_name(unit) != normalize_name(lim.unit) and lim.step is not None:
+            try:  # an absolute step in the row's unit, expressed in the value's unit
+                step = abs(convert(convert(x, unit, lim.unit, lim.analyte) + step, lim.unit, unit, lim.analyte) - x)
+            except (UnitError, ValueError, TypeError):
+                pass
+        quantum = 10 ** -dec
+        cand = None
+        for _ in range(20):
+            y = _in_limits(x + b.rng.choice((-1, 1)) * b.rng.uniform(0.3, 1.0) * step, lim, unit)
+            sy = _fmt_in(y, dec, lim, unit)
+            if sy not in avoid and float(sy) >= 0:
+                cand = (y, sy)
+                break
+        if cand is None:  # a step below the charted precision: one quantum away, inside the limits
+            for y in (x + quantum, x - quantum, x):
+                y = _in_limits(y, lim, unit)
+                if _fmt_in(y, dec, lim, unit) not in avoid or y == x:
+                    cand = (y, _fmt_in(y, dec, lim, unit))
+                    break
+        x = cand[0]
+        out.append(cand[1])
+    return out
 
 
 def _labs(b: _Builder, labs, ulns) -> None:
@@ -470,10 +607,14 @@ def _labs(b: _Builder, labs, ulns) -> None:
             uln = _numeric(uln_for[key][0][1].value)[0]
         times = [b.now - dt.timedelta(hours=6 * (n - 1 - k)) for k in range(n)]
         avoid = {v for v, _ in s["values"]}
-        decoys = [b.now - dt.timedelta(days=d, hours=b.rng.randrange(6)) for d in (3, 2, 1)][: b.rng.randint(1, 3)]
+        decoys = sorted([b.now - dt.timedelta(days=d, hours=b.rng.randrange(6)) for d in (1, 2, 3)][: b.rng.randint(1, 3)],
+                        reverse=True)  # newest first
         unit0, v0 = s["values"][0][1], float(s["values"][0][0])
         dec = max(len(v.split(".")[1]) if "." in v else 0 for v, _ in s["values"])
-        rows = [(t, _jitter(b, v0, dec, avoid), unit0) for t in sorted(decoys)]
+        edges = [times[0], *decoys]
+        gaps = [(a - c).total_seconds() / 86400 for a, c in zip(edges, edges[1:])]
+        hist = _history(b, v0, dec, gaps, avoid, _limit(s["name"], s["sample"]), unit0)
+        rows = [(t, v, unit0) for t, v in sorted(zip(decoys, hist))]
         rows += [(t, v, u) for t, (v, u) in zip(times, s["values"])]
         ids = []
         for t, v, u in rows:
@@ -521,12 +662,15 @@ def _irrelevant_labs(b: _Builder) -> None:
     used = {r["test_item_name"] for r in b.rows["laboratory_result"]}
     pool = [i for i in lx.LABS if i.name not in used and i.panel in ("Complete blood count", "Basic metabolic panel", "Liver function", "Coagulation")]
     for item in b.rng.sample(pool, min(4, len(pool))):
-        for d in (1, 0):
-            t = b.now - dt.timedelta(days=d, hours=b.rng.randrange(1, 5))
+        times = [b.now - dt.timedelta(days=d, hours=b.rng.randrange(1, 5)) for d in (0, 1)]  # newest first
+        x0 = _normal(b, item)
+        older = _history(b, x0, item.decimals, [(times[0] - times[1]).total_seconds() / 86400], set(),
+                         _limit(item.name), item.unit)
+        for t, v in ((times[1], older[0]), (times[0], _fmt(x0, item.decimals))):
             b.rows["laboratory_result"].append(dict(
                 medical_institution_code=INSTITUTION, patient_id=b.pid, visit_id=b.vid, report_id=f"LR{t:%Y%m%d%H%M}{b.pid[-4:]}",
                 report_item_id=b.uid("LI"), campus_name=CAMPUS, visit_type="Inpatient", test_report_name=item.panel,
-                test_item_name=item.name, test_result=_fmt(_normal(b, item), item.decimals), unit=item.unit, sample_name="Blood",
+                test_item_name=item.name, test_result=v, unit=item.unit, sample_name="Blood",
                 normal_low=item.low, normal_high=item.high, abnormal_flag="N", report_time=t, create_time=t, update_time=t, is_valid=True))
 
 
@@ -547,19 +691,20 @@ def _vitals(b: _Builder, vitals) -> None:
         who.append((calc, inp, v.column, val, match))
     extra = max((len(x) for x in truth.values()), default=1) - 1
     cols = [v.column for v in lx.VITALS]
-    base = {v.column: b.rng.uniform(v.low, v.high) for v in lx.VITALS}
+    base = _base_vitals(b)
+    days = [b.now - dt.timedelta(days=d, hours=b.rng.randrange(4)) for d in (1, 2, 3)]  # newest first
+    first = b.now - dt.timedelta(hours=4 * extra)  # the earliest truth row
+    gaps = [(a - c).total_seconds() / 86400 for a, c in zip([first, *days], days)]
+    hist: dict[str, list[str]] = {}
+    for v in lx.VITALS:
+        if v.column == "pulse" and "pulse" not in truth:
+            continue
+        x0 = float(truth[v.column][0]) if v.column in truth else base[v.column]
+        avoid = set(truth.get(v.column, ()))
+        hist[v.column] = _history(b, x0, v.decimals, gaps, avoid, ph.limits().get(v.column), v.unit)
     rows = []
-    for d in (3, 2, 1):
-        t = b.now - dt.timedelta(days=d, hours=b.rng.randrange(4))
-        row = {}
-        for v in lx.VITALS:
-            if v.column in ("height",) and "height" in truth:
-                row["height"] = truth["height"][0]
-            elif v.column in truth:
-                row[v.column] = _jitter(b, float(truth[v.column][0]), v.decimals, set(truth[v.column]))
-            elif v.column not in ("pulse",):
-                row[v.column] = _fmt(base[v.column] * b.rng.uniform(0.95, 1.05), v.decimals)
-        rows.append((t, row))
+    for k in (2, 1, 0):  # oldest first
+        rows.append((days[k], {c: hist[c][k] for c in hist}))
     for k in range(extra + 1):  # the last row is the most recent: every column's last truth value
         t = b.now - dt.timedelta(hours=4 * (extra - k))
         row = {}
@@ -579,6 +724,26 @@ def _vitals(b: _Builder, vitals) -> None:
             days_in_hospital=max(0, (t - b.admit).days), create_time=t, update_time=t, is_valid=True, **row))
     for calc, inp, col, val, match in who:
         b.place(calc, inp, "vital_signs", col, val, match, "vital", f"vital:{col}")
+
+
+def _base_vitals(b: _Builder) -> dict[str, float]:
+    """Today's untracked vitals for the patient's age: adult ranges, or a child's by the APLS weight
+    (2 x age + 8 kg; 0.5 x months + 4 kg in infancy) and Weech length (6 x age + 77 cm) rules."""
+    base = {v.column: b.rng.uniform(v.low, v.high) for v in lx.VITALS}
+    years = b.age_days / 365.25
+    if years >= 16:
+        return base
+    months = b.age_days / 30.44
+    u = b.rng.uniform
+    if years < 1:
+        w, h, hr, rr, sbp = 0.5 * months + 3.5, 50 + 2.1 * months, u(110, 160), u(30, 50), u(65, 85)
+    else:
+        w, h = 2 * years + 8 if years < 6 else 3 * years + 7, min(175.0, 6 * years + 77)
+        hr, rr, sbp = u(80, 130) - 3 * years, u(20, 30) - 0.6 * years, u(85, 100) + 1.5 * years
+    base.update(weight=w * u(0.9, 1.1), height=h * u(0.97, 1.03), heart_rate=hr, pulse=hr, breathe=rr,
+                systolic_pressure=sbp, diastolic_pressure=0.62 * sbp, urine_volume=base["urine_volume"] * min(1.0, w / 60),
+                income_volume=base["income_volume"] * min(1.0, w / 60))
+    return base
 
 
 # -- anesthesia, doses --------------------------------------------------------------------------
@@ -861,21 +1026,27 @@ def _distractor(b: _Builder, k: int) -> None:
     vid = f"V{hashlib.sha1(f'{pid}:v'.encode()).hexdigest()[:10]}"
     sex = r.choice(["Male", "Female"])
     name = f"{r.choice(FIRST[sex])} {r.choice(LAST)}"
-    age = r.randint(25, 90)
+    # a ward-mate of a similar age (a neonate's neighbours are neonates), so the copied vitals fit
+    age_days = int(b.age_days * r.uniform(0.7, 1.3)) + r.randrange(0, 10) if b.age_days < 18 * 365.25 \
+        else int(r.randint(25, 90) * 365.25) + r.randrange(300)
+    age, age_unit = ((age_days // 365, "years") if age_days >= 730 else
+                     (age_days // 30, "months") if age_days >= 60 else (age_days, "days"))
     b.report.distractor_patients.append(pid)
     b.rows["patient_information"].append(dict(
         medical_institution_code=INSTITUTION, patient_id=pid, campus_name=CAMPUS, patient_name=name, gender=sex,
-        birth_date=b.now.date() - dt.timedelta(days=int(age * 365.25) + r.randrange(300)), ethnicity=r.choice(["Han", "White", "Black"]),
+        birth_date=b.now.date() - dt.timedelta(days=age_days), ethnicity=r.choice(ETHNICITIES),
         source_system="HIS", is_valid=True))
     b.rows["visit_inpatient"].append(dict(
         medical_institution_code=INSTITUTION, patient_id=pid, visit_id=vid, visit_type="Inpatient", campus_name=CAMPUS,
-        patient_name=name, gender=sex, patient_age=age, patient_age_unit="years", admission_time=b.admit - dt.timedelta(days=r.randrange(5)),
+        patient_name=name, gender=sex, patient_age=age, patient_age_unit=age_unit, admission_time=b.admit - dt.timedelta(days=r.randrange(5)),
         admission_dept_name=b.dept, current_dept_name=b.dept, is_valid=True))
     for row in [x for x in b.rows["laboratory_result"] if x["patient_id"] == b.pid][:40]:
         v = row["test_result"]
         try:
             dec = len(v.split(".")[1]) if "." in v else 0
-            nv = _fmt(float(v) * r.uniform(0.7, 1.3), dec)
+            lim = _limit(row["test_item_name"], row.get("sample_name"))
+            step = lim.max_step(float(v), 3.0) if lim is not None else 0.3 * abs(float(v))
+            nv = _fmt_in(_in_limits(float(v) + r.uniform(-1, 1) * step, lim, row.get("unit")), dec, lim, row.get("unit"))
         except (TypeError, ValueError):
             nv = v
         t = row["report_time"] - dt.timedelta(hours=r.randrange(1, 20))
@@ -887,7 +1058,10 @@ def _distractor(b: _Builder, k: int) -> None:
         for v in lx.VITALS:
             if new.get(v.column):
                 try:
-                    new[v.column] = _fmt(float(new[v.column]) * r.uniform(0.85, 1.15), v.decimals)
+                    lim = ph.limits().get(v.column)
+                    x = float(new[v.column])
+                    step = lim.max_step(x, 2.0) if lim is not None else 0.15 * abs(x)
+                    new[v.column] = _fmt_in(_in_limits(x + r.uniform(-1, 1) * step, lim, v.unit), v.decimals, lim, v.unit)
                 except ValueError:
                     pass
         b.rows["vital_signs"].append(new)

@@ -303,8 +303,8 @@ def clause_holds(c: Clause, value: float, sex: str | None, age_years: int | None
     """Whether clause ``c`` is met (None: it does not apply to this patient's sex or age)."""
     if c.sex is not None and sex is not None and c.sex != sex:
         return None
-    if c.age is not None and age_years is not None and not c.age.contains(age_years):
-        return None
+    if c.age is not None and (age_years is None or not c.age.contains(age_years)):
+        return None  # an age-conditioned clause for a patient of unknown or another age
     return c.range.contains(value)
 
 
@@ -312,7 +312,9 @@ def clause_holds(c: Clause, value: float, sex: str | None, age_years: int | None
 GENERATED = ("sbp", "dbp", "map", "heart_rate", "resp_rate", "temperature", "spo2", "fio2", "pao2", "paco2", "ph",
              "bicarbonate", "pf_ratio", "sf_ratio", "shock_index", "gcs", "hemoglobin", "hematocrit", "platelets",
              "wbc", "mcv", "creatinine", "bun", "sodium", "potassium", "chloride", "glucose", "calcium", "albumin",
-             "bilirubin", "inr", "lactate", "ast", "alt", "egfr", "crcl")
+             "bilirubin", "inr", "lactate", "ast", "alt", "egfr", "crcl", "osmolality", "ethanol", "urine_sodium",
+             "urine_potassium", "urine_chloride", "urine_creatinine", "urine_urea", "urine_output", "fluid_intake", "icp",
+             "norepinephrine", "epinephrine", "dopamine", "tidal_volume")
 
 
 @dataclass(frozen=True)
@@ -393,6 +395,9 @@ def sample_pool(profile: Profile, rng: random.Random, severity: float | None = N
     v["temperature"] = round(_clip(36.9 + g(0, 0.35) + fever, 34.0, 41.5), 1)
     pf = _clip(460 - 380 * s * rng.uniform(0.3, 1.1) + g(0, 35), 50, 560)
     fio2 = 21 if pf > 280 and rng.random() < 0.8 else rng.choice((24, 28, 30, 35, 40, 50, 60, 70, 80, 100))
+    f_lo, f_hi = profile.finding_limits().get("fio2", (0, 100))
+    if not f_lo <= fio2 <= f_hi:  # ventilated or on CPAP: supplemental oxygen
+        fio2 = rng.choice([x for x in (30, 35, 40, 50, 60, 70, 80, 100) if f_lo <= x <= f_hi])
     v["fio2"] = fio2
     v["pao2"] = round(_clip(pf * fio2 / 100, 38, 600))
     v["spo2"] = round(_clip(_spo2_from_pao2(v["pao2"]) + g(0, 0.8), 60, 100))
@@ -411,6 +416,11 @@ def sample_pool(profile: Profile, rng: random.Random, severity: float | None = N
     size = min(1.0, profile.height_cm / 170)
     v["creatinine"] = round(_clip((0.95 if male else 0.75) * size * math.exp(g(0, 0.18) + s * rng.uniform(0, 1.9)),
                                   0.2, 12), 2)
+    lim = profile.finding_limits()
+    if "creatinine" in lim and not lim["creatinine"][0] <= v["creatinine"] <= lim["creatinine"][1]:
+        lo, hi = lim["creatinine"]  # the kidney state the findings fixed (CKD, AKI, dialysis, normal)
+        v["creatinine"] = round(rng.uniform(max(lo, 0.75 * hi), hi) if v["creatinine"] > hi
+                                else rng.uniform(lo, min(hi, lo * (1.3 + 1.5 * s))), 2)
     v["bun"] = round(_clip(v["creatinine"] * rng.uniform(10, 24), 3, 160))
     v["glucose"] = round(_clip(95 + abs(g(0, 20)) + (s * rng.uniform(0, 300) if rng.random() < 0.6 else 0), 45, 900))
     v["calcium"] = round(_clip(9.4 + g(0, 0.4) - s * rng.uniform(0, 1.8), 6.0, 12.5), 1)
@@ -427,9 +437,41 @@ def sample_pool(profile: Profile, rng: random.Random, severity: float | None = N
     v["ast"] = round(_clip(24 * math.exp(g(0, 0.3) + s * rng.uniform(0, 2.8)), 8, 5000))
     v["alt"] = round(_clip(22 * math.exp(g(0, 0.35) + s * rng.uniform(0, 2.8)), 6, 5000))
     total = 15 if rng.random() >= 0.75 * s else rng.choice(range(3, 15)) if s > 0.6 else rng.choice(range(9, 15))
-    v["gcs"] = total
-    v.update(derived_values(v, years, profile.sex, profile.weight_kg))
-    return Pool(v, _gcs_parts(total, rng), s)
+    v["gcs"] = max(total, _gcs_floor(profile))
+    _draw_more(v, profile, s, rng)
+    v.update(derived_values(v, profile.completed("year"), profile.sex, profile.weight_kg))  # as calculators read age
+    return Pool(v, _gcs_parts(int(v["gcs"]), rng), s)
+
+
+def _gcs_floor(profile: Profile) -> int:
+    """The lowest GCS the patient's functional state allows (walking up stairs unaided is not coma)."""
+    return int(profile.finding_limits().get("gcs", (3, 15))[0])
+
+
+def _draw_more(v: dict[str, float], profile: Profile, s: float, rng: random.Random) -> None:
+    """Urine chemistry, osmolality, fluid balance, ICP, vasopressors, tidal volume: plausible for this patient."""
+    g = rng.gauss
+    size = min(1.0, profile.weight_kg / 70)
+    v["ethanol"] = 0.0 if rng.random() > 0.15 else float(round(rng.uniform(20, 400)))
+    gap = abs(g(0, 4)) + (rng.uniform(10, 40) if rng.random() < 0.08 else 0)
+    v["osmolality"] = round(_clip(2 * v["sodium"] + v["bun"] / 2.8 + v["glucose"] / 18 + v["ethanol"] / 3.7 + gap, 220, 420))
+    v["urine_sodium"] = round(_clip(g(60, 35), 5, 220))
+    v["urine_potassium"] = round(_clip(g(40, 18), 5, 150))
+    v["urine_chloride"] = round(_clip(g(80, 40), 5, 250))
+    v["urine_creatinine"] = round(_clip(g(100, 45), 15, 350))
+    v["urine_urea"] = round(_clip(g(600, 250), 80, 2000))
+    oliguric = v["creatinine"] > 3 and rng.random() < 0.5
+    uo = rng.uniform(80, 450) if oliguric else _clip(g(1500, 450) * (1 - 0.5 * s), 300, 4000)
+    v["urine_output"] = round(uo * size)
+    v["fluid_intake"] = round((uo + rng.uniform(200, 1500)) * size)
+    v["icp"] = round(_clip(10 + s * rng.uniform(0, 28) + g(0, 3), 2, 60))
+    on_pressors = (v["sbp"] + 2 * v["dbp"]) / 3 < 70 and s > 0.3 and rng.random() < 0.8
+    v["norepinephrine"] = round(rng.uniform(0.05, 0.6), 2) if on_pressors else 0.0
+    v["epinephrine"] = round(rng.uniform(0.02, 0.2), 2) if on_pressors and rng.random() < 0.3 else 0.0
+    v["dopamine"] = round(rng.uniform(3, 15), 1) if on_pressors and rng.random() < 0.2 else 0.0
+    ibw = (50.0 if profile.sex == "male" else 45.5) + 0.91 * (profile.height_cm - 152.4)
+    ibw = profile.weight_kg if profile.age_years < 12 or ibw < 10 else ibw
+    v["tidal_volume"] = round(_clip(rng.uniform(6, 8) * ibw, 20, 900))
 
 
 # -- deriving input values ---------------------------------------------------------------------------
@@ -538,7 +580,7 @@ def check_measurements(values: dict[str, dict[str, Any]], calcs: dict[str, Calcu
         known_all = all(c.quantity in one for c in b.clauses)
         if any(held) and not v:
             problems.append(f"criterion {where} is False but its measurements meet it ({_show(b, one)})")
-        elif known_all and not any(held) and v:
+        elif known_all and not any(held) and v and not (age_years is None and any(c.age for c in b.clauses)):
             problems.append(f"criterion {where} is True but its measurements do not meet it ({_show(b, one)})")
     return problems
 

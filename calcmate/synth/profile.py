@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import random
 import re
+import zlib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -38,7 +39,7 @@ MAX_AGE_YEARS = 120.0
 DEFAULT_POPULATIONS = Path(__file__).with_name("populations.yaml")
 
 ATTRIBUTES: tuple[str, ...] = ("age", "age_band", "age_criterion", "sex", "weight", "usual_weight", "height", "bmi",
-                               "bmi_band", "bmi_criterion", "bsa", "pregnancy", "head_circumference")
+                               "bmi_band", "bmi_criterion", "bsa", "pregnancy", "head_circumference", "finding")
 
 
 class ProfileError(ValueError):
@@ -142,6 +143,8 @@ class Binding:
     bands: tuple[tuple[str, Range], ...] = ()  # choice label -> band (age_band, bmi_band)
     criterion: Range | None = None  # age_criterion, bmi_criterion
     sexes: tuple[tuple[str, str], ...] = ()  # choice label -> "male"/"female"; bool: (("true", sex),)
+    finding: str = ""  # attr "finding": which one, and each value's admissible states
+    options: tuple[tuple[str, frozenset[str]], ...] = ()  # choice label (bool: "true"/"false") -> states
 
 
 def _tokens(inp: Input) -> set[str]:
@@ -271,6 +274,72 @@ def _group(spec: Any, where: str) -> Population:
                       frozenset({sex}) if sex else frozenset({"male", "female"}), spec.get("pregnant"))
 
 
+def _yn(k: Any) -> str:
+    """YAML 1.1 reads the keys yes/no as booleans: back to their words."""
+    return "yes" if k is True else "no" if k is False else str(k)
+
+
+@dataclass(frozen=True)
+class Member:
+    """One input that expresses a finding: a yes/no (``yes``/``no`` states) or a choice (label prefix -> states)."""
+
+    match: re.Pattern
+    yes: frozenset[str] | None = None
+    no: frozenset[str] | None = None
+    choices: tuple[tuple[str, frozenset[str]], ...] = ()
+
+    def states_of(self, label: str) -> frozenset[str] | None:
+        """The states a choice label admits: its longest matching prefix ("*": any label)."""
+        n = normalize_name(label)
+        best = None
+        for key, st in self.choices:
+            k = normalize_name(key)
+            if (key == "*" or n.startswith(k)) and (best is None or len(k) > best[0]):
+                best = (len(k) if key != "*" else -1, st)
+        return best[1] if best else None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A clinical finding every calculator shares: its states, their prevalence, what each requires."""
+
+    name: str
+    states: dict[str, float]
+    limits: dict[str, dict[str, tuple[float, float]]]
+    members: tuple[Member, ...]
+
+    @classmethod
+    def parse(cls, name: str, d: Any) -> "Finding":
+        if not isinstance(d, dict) or not d.get("states") or not d.get("members"):
+            raise ValueError(f"{name}: needs 'states' and 'members'")
+        states = {_yn(k): float(v) for k, v in d["states"].items()}
+        allowed = set(states)
+
+        def st(xs: Any, where: str) -> frozenset[str]:
+            got = frozenset(_yn(x) for x in (xs or []))
+            if got - allowed:
+                raise ValueError(f"{name}.{where}: unknown states {sorted(got - allowed)} (states: {sorted(allowed)})")
+            return got
+
+        members = []
+        for i, m in enumerate(d["members"]):
+            m = {_yn(k): v for k, v in m.items()}
+            if set(m) - {"match", "yes", "no", "choices"} or "match" not in m or ("yes" in m) == ("choices" in m):
+                raise ValueError(f"{name}.members[{i}]: need 'match' and either 'yes' (with optional 'no') or 'choices'")
+            if "yes" in m:
+                yes = st(m["yes"], f"members[{i}].yes")
+                no = st(m["no"], f"members[{i}].no") if "no" in m else frozenset(allowed - yes)
+                members.append(Member(re.compile(m["match"]), yes, no))
+            else:
+                members.append(Member(re.compile(m["match"]), choices=tuple(
+                    (str(k), st(v, f"members[{i}].choices.{k}")) for k, v in m["choices"].items())))
+        limits = {}
+        for s_, q in (d.get("limits") or {}).items():
+            st([s_], "limits")
+            limits[_yn(s_)] = {k: (float(v[0]), float(v[1])) for k, v in q.items()}
+        return cls(name, states, limits, tuple(members))
+
+
 @dataclass
 class PatientModel:
     """The data of ``populations.yaml``: groups, tag and calculator populations, input overrides."""
@@ -280,6 +349,7 @@ class PatientModel:
     tags: dict[str, str]
     calculators: dict[str, str]
     inputs: dict[str, str | None]
+    findings: dict[str, "Finding"] = field(default_factory=dict)
     _pop_cache: dict[str, Population] = field(default_factory=dict, repr=False)
     _bind_cache: dict[tuple[str, str], Binding | None] = field(default_factory=dict, repr=False)
 
@@ -300,8 +370,12 @@ class PatientModel:
             if "." not in k or (a is not None and a not in ATTRIBUTES):
                 raise ValueError(f"{p}: inputs.{k}: need '<calculator>.<input key>: <attribute or null>', "
                                  f"attribute one of {ATTRIBUTES}")
+        try:
+            findings = {k: Finding.parse(k, v) for k, v in (d.get("findings") or {}).items()}
+        except ValueError as e:
+            raise ValueError(f"{p}: findings.{e}") from None
         return cls(groups, default, {normalize_name(k): v for k, v in (d.get("tags") or {}).items()},
-                   dict(d.get("calculators") or {}), inputs)
+                   dict(d.get("calculators") or {}), inputs, findings)
 
     def binding(self, calc: Calculator, inp: Input) -> Binding | None:
         key = (calc.id, inp.key)
@@ -313,9 +387,33 @@ class PatientModel:
                 if forced and (b is None or b.attr != forced):
                     raise ValueError(f"populations inputs.{name}: {inp.label!r} cannot express {forced!r}")
             else:
-                b = classify(inp)
+                b = classify(inp) or self.finding_binding(inp.label, inp.type, [c.label for c in inp.choices])
             self._bind_cache[key] = b
         return self._bind_cache[key]
+
+    def finding_binding(self, label: str, type_: str, choices: list[str] | None = None) -> Binding | None:
+        """The finding an input of this label and type expresses (bool: yes/no; choice: by label prefix)."""
+        n = normalize_name(label)
+        for f in self.findings.values():
+            for m in f.members:
+                if not m.match.fullmatch(n):
+                    continue
+                if type_ == "bool" and m.yes is not None:
+                    return Binding("finding", finding=f.name, options=(("true", m.yes), ("false", m.no)))
+                if type_ == "choice" and m.choices:
+                    opts = [(c, m.states_of(c)) for c in (choices or [])]
+                    if choices and all(st is not None for _, st in opts):
+                        return Binding("finding", finding=f.name, options=tuple(opts))  # type: ignore[arg-type]
+        return None
+
+    def draw_findings(self, rng: random.Random, age_days: float) -> tuple[tuple[str, str], ...]:
+        """One state per finding: by prevalence for adults, the healthy (first) state for children."""
+        out = []
+        for f in self.findings.values():
+            states = list(f.states)
+            st = states[0] if age_days < 18 * DAYS_PER_YEAR else rng.choices(states, weights=[f.states[x] for x in states])[0]
+            out.append((f.name, st))
+        return tuple(out)
 
     def bindings(self, calc: Calculator) -> dict[str, Binding]:
         return {i.key: b for i in calc.inputs if (b := self.binding(calc, i)) is not None}
@@ -399,6 +497,22 @@ class Profile:
     pregnant: bool = False
     usual_weight_kg: float | None = None
     head_circumference_cm: float | None = None
+    findings: tuple[tuple[str, str], ...] = ()  # (finding, state): one state per finding for every calculator
+    salt: int = 0  # picks among equally admissible labels, the same way for every calculator
+
+    def finding(self, name: str) -> str | None:
+        return dict(self.findings).get(name)
+
+    def finding_limits(self, model: "PatientModel | None" = None) -> dict[str, tuple[float, float]]:
+        """Measurement ranges the findings' states require (pool quantity -> (min, max)), intersected."""
+        model = model or default_model()
+        out: dict[str, tuple[float, float]] = {}
+        for name, state in self.findings:
+            f = model.findings.get(name)
+            for q, (lo, hi) in (f.limits.get(state, {}) if f else {}).items():
+                a, b = out.get(q, (-math.inf, math.inf))
+                out[q] = (max(a, lo), min(b, hi))
+        return out
 
     @property
     def age_years(self) -> float:
@@ -505,7 +619,8 @@ def sample_profile(pop: Population, rng: random.Random) -> Profile:
     fertile = sex == "female" and 15 <= years < 50
     pregnant = bool(pop.pregnant) or (pop.pregnant is None and fertile and rng.random() < 0.05)
     usual = round(weight * rng.uniform(0.97, 1.25), 2 if weight < 10 else 1)
-    return Profile(age_days, sex, weight, height, pregnant, usual, hc)
+    findings = default_model().draw_findings(rng, age_days)
+    return Profile(age_days, sex, weight, height, pregnant, usual, hc, findings, rng.randrange(1 << 30))
 
 
 # -- deriving input values ---------------------------------------------------------------------------
@@ -567,6 +682,13 @@ def derive(b: Binding, inp: Input, p: Profile) -> Any:
         return round(_in_unit(p.bsa, "m**2", inp.unit), 2)
     if a == "pregnancy":
         return p.pregnant
+    if a == "finding":
+        state = p.finding(b.finding)
+        ok = [label for label, states in b.options if state in states]
+        if not ok:
+            raise ProfileError(f"input {inp.key!r}: no value expresses {b.finding} = {state}")
+        pick = ok[zlib.crc32(f"{b.finding}:{inp.label}:{p.salt}".encode()) % len(ok)]
+        return pick == "true" if inp.type == "bool" else pick
     raise ValueError(f"unknown attribute {a!r}")
 
 
