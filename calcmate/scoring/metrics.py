@@ -172,6 +172,8 @@ class SqlEvidence:
             return True
         main = re.sub(r"\(.*?\)", " ", s).strip()  # "2 (Moderate slowing ...)" -> "2", inner text
         inner = " ".join(re.findall(r"\((.*?)\)", s))
+        if main and main != s and parse_number(main) is not None and self._contains(main, field):
+            return True  # "4.7 mmol/L (≥4.6 category)": the measurement itself
         return any(self.has_text(x) for x in (main, inner) if x and len(normalize_name(x)) >= 4)
 
 
