@@ -324,27 +324,27 @@ def test_oracle_python_for_emits_the_generated_program(cid):
     calc = registry().get(cid)
     inputs = next((x for c, x in EXTRA_INPUTS if c == cid), None) or dict(calc.examples[0].inputs)
     value = json_value(calc(inputs).value)
-    code, computed = python_for(_answer(calc, inputs, value))
-    assert computed
+    code, why = python_for(_answer(calc, inputs, value), dict(inputs))
+    assert code is not None and not why
     assert code == generate(calc, inputs).code
     out = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
     assert _last_json(out.stdout) == value
 
 
-def test_oracle_python_for_falls_back_to_the_ground_truth():
+def test_oracle_python_for_never_prints_a_label_it_cannot_compute():
     from calcmate.agent.oracle import python_for
     from calcmate.tasks import CalcAnswer, CalcInput
 
     calc = registry().get("cockcroft_gault")
     inputs = dict(calc.examples[0].inputs)
-    # a benchmark label the registry disagrees with: the eval oracle keeps the label
-    code, computed = python_for(_answer(calc, inputs, 12345.6))
-    assert not computed and "12345.6" in code and "def " not in code
-    # no such calculator in the registry
+    # a benchmark label the registry disagrees with: the program computes the registry's value, not the label
+    code, why = python_for(_answer(calc, inputs, 12345.6), dict(inputs))
+    assert code is not None and "12345.6" not in code
+    # no such calculator in the registry: no program, and the reason says so
     unknown = CalcAnswer(order=1, name="Zz Unknown Index", final_answer=7, inputs=[CalcInput(field="a", value=1)])
-    code, computed = python_for(unknown)
-    assert not computed and code.rstrip().endswith("print(json.dumps(value, ensure_ascii=False))")
+    code, why = python_for(unknown)
+    assert code is None and "not in the calculator registry" in why
 
 
 def _table_rows(markdown: str) -> dict[float, dict[str, tuple[float, float, float]]]:
