@@ -359,7 +359,7 @@ def _table_rows(markdown: str) -> dict[float, dict[str, tuple[float, float, floa
 
 
 @pytest.mark.parametrize(("cid", "inputs", "n_rows"), [
-    ("cdc_infant_length_for_age", {"sex": "female", "age_months": 7.2, "length": 66}, 2),  # interpolated
+    ("cdc_infant_length_for_age", {"sex": "female", "age_months": 7.2, "length": 66}, 1),  # the completed-month row
     ("cdc_infant_length_for_age", {"sex": "male", "age_months": 35.9, "length": 96}, 1),  # past the last row
     ("cdc_infant_head_circumference_for_age", {"sex": "male", "age_months": 0.5, "head_circumference": 37}, 1),
     ("cdc_infant_weight_for_length", {"sex": "female", "length": "30 in", "weight": "18 lb"}, 2),
@@ -380,18 +380,28 @@ def test_growth_programs_use_only_lms_rows_the_fetched_reference_shows(cid, inpu
             return "\n".join(getattr(x, "text", "") for x in res.content)
 
     served = asyncio.run(fetch())
-    assert served == calc.reference_markdown()
+    from calcmate.tools.official import fetched
+
+    assert served == fetched(calc.url, calc.reference_markdown())  # the official fetch layout of the document
     table = _table_rows(served)
     assert len(table) >= 37  # the whole table, both sexes
     name = re.search(r"^(\w+_DATA) = ", prog.code, re.M).group(1)
     ns: dict = {}
     with contextlib.redirect_stdout(io.StringIO()):
         exec(prog.code, ns)  # noqa: S102 - the generated program
-    (key, rows), = ns[name].items()  # one lookup: (table, sex, x)
-    assert len(rows) == n_rows
+    data = ns[name]
     sex = calc.validate(inputs)["sex"]
-    assert key[1] == sex
-    for x, *lms in rows:
-        assert table[x][sex] == tuple(lms)
-    assert re.search(rf"^# lms_rows: .*as in the LMS table of the calculator's reference.*\n{name} = ", prog.code, re.M)
-    assert len(prog.code) < 3500  # the full table (~6 KB) is not embedded
+    if isinstance(next(iter(data)), tuple):  # {(table, sex, x): rows}: the rows one lookup uses
+        (key, rows), = data.items()
+        assert key[1] == sex and len(rows) == n_rows
+        pairs = [(x, tuple(lms)) for x, *lms in rows]
+    else:  # {table: {sex: (xs, rows)}}: the sex's column of the table, read by completed month
+        (by_sex,) = data.values()
+        assert set(by_sex) == {sex}
+        xs, rows = by_sex[sex]
+        pairs = list(zip(xs, map(tuple, rows)))
+    assert pairs
+    for x, lms in pairs:  # every embedded row is a row of the document the fetch served
+        assert table[x][sex] == lms
+    assert re.search(rf"^{name} = ", prog.code, re.M)  # the table the program reads, embedded
+    assert len(prog.code) < 6000  # one sex's column of one table (the completed-month lookup), not the whole file

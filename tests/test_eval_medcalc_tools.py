@@ -48,7 +48,7 @@ def make_model(rows):
             return _tool_call("search", {"query": "mean arterial pressure" if row.calculator_id == 5 else "body mass index"})
         if n_assistant == 1:
             assert last["role"] == "tool"
-            return _tool_call("fetch", {"url": re.search(r"URL: (\S+)", last["content"]).group(1)})
+            return _tool_call("fetch", {"url": json.loads(last["content"])[0]["link"]})  # the official search hits
         if n_assistant == 2:
             formula = last["content"].split("## Formula\n", 1)[1].split("\n", 1)[0]
             e = {k.lower(): v for k, v in row.entities.items()}
@@ -59,7 +59,7 @@ def make_model(rows):
                 h = e["height"][0] / (100 if e["height"][1] == "cm" else 1)
                 expr = f"{e['weight'][0]} / {h} ** 2"
             return _tool_call("run_python", {"code": f"# {formula}\nprint(round({expr}, 2))"})
-        out = last["content"].strip()
+        out = last["content"].strip().splitlines()[-1]  # the official run_python observation: "Output:\n<value>"
         if row.row_id == PROSE_ROW:
             return {"content": f"From the reference formula, the BMI is {out} kg/m2."}
         return {"content": "Computed with the reference formula.\n<final_answer>" + json.dumps(
@@ -94,13 +94,14 @@ def test_tools_mode_runs_real_reference_and_python_tools(tmp_path):
         calls = tr["tool_calls"]
         # the real MCP tools ran: their results are in the transcript, and each step used the last one's
         assert [c["tool"] for c in calls] == ["search", "fetch", "run_python"] and not any(c["is_error"] for c in calls)
-        assert calls[0]["server"] == "reference" and calls[2]["server"] == "python"
+        assert calls[0]["server"] == "google_search" and calls[2]["server"] == "python_executor"
         assert calls[1]["arguments"]["url"] in calls[0]["result"]
         title = "# Mean Arterial Pressure (MAP)" if row.calculator_id == 5 else "# Body Mass Index (BMI)"
-        assert calls[1]["result"].startswith(title) and "## Formula" in calls[1]["result"]
+        assert calls[1]["result"].startswith(f"Contents of {calls[1]['arguments']['url']}:\n\n{title}")
+        assert "## Formula" in calls[1]["result"]
         formula = calls[1]["result"].split("## Formula\n", 1)[1].split("\n", 1)[0]
         assert calls[2]["arguments"]["code"].startswith(f"# {formula}\n")
-        printed = calls[2]["result"].strip()
+        printed = calls[2]["result"].strip().removeprefix("Output:\n")  # the official run_python observation
         expected = eval(calls[2]["arguments"]["code"].split("print(", 1)[1][:-1])  # the code's own expression
         assert float(printed) == expected
         assert [m["role"] for m in tr["messages"]].count("tool") == 3

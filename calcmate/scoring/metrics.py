@@ -141,6 +141,11 @@ class SqlEvidence:
             return False
         if self._contains(value, field):
             return True
+        if field and re.search(r"\b(black|african)\b", normalize_name(field)) and str(value).strip().lower() in (
+                "yes", "no", "true", "false"):  # "Black race: Yes" against a recorded race/ethnicity
+            black = bool(re.search(r"\b(black|african)\b", self.norm))
+            recorded = bool(re.search(r'"(ethnicity|race)"', self.raw))
+            return recorded and black == (str(value).strip().lower() in ("yes", "true"))
         return bool(field) and _is_age_field(field) and any(_age_meets(value, field, a) for a in self.ages)
 
     @property

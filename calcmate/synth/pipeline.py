@@ -243,23 +243,23 @@ async def _attempt_task(cfg: SynthConfig, task: Task, make_policy: Any, tools: A
     """Run and verify one task, retrying with the reviewer's feedback; the task's outcome record."""
     from calcmate.agent.episode import run_episode
     from calcmate.agent.protocols import NATIVE_SYSTEM_PROMPT, NativeProtocol
+    from calcmate.synth.teacher import executor_retry_prompt
     from calcmate.synth.verify import verify
 
     rejections: list[dict[str, Any]] = []
-    feedback, kept, attempts = None, None, 0
+    verdict, kept, attempts = None, None, 0
     for attempt in range(1, cfg.max_retries + 2):
         attempts = attempt
-        prompt = NATIVE_SYSTEM_PROMPT if not feedback else (
-            NATIVE_SYSTEM_PROMPT + "\n\nA reviewer rejected your previous attempt at this task:\n"
-            + feedback + "\nRedo the task and avoid these problems.")
+        # a retry sees the verifier's process-only feedback (never names, values or results), and a
+        # kept retry is exported with exactly this prompt
+        prompt = NATIVE_SYSTEM_PROMPT if verdict is None else executor_retry_prompt(NATIVE_SYSTEM_PROMPT, verdict)
         async with sem:
             traj = await run_episode(task, make_policy(), tools, NativeProtocol(prompt), ecfg, specs=specs, context=context)
-        verdict = verify(task, traj, cfg.verify.rel_tol, cfg.verify.name_threshold)
+        verdict = await asyncio.to_thread(verify, task, traj, cfg.verify.rel_tol, cfg.verify.name_threshold)
         if verdict.ok:
             kept = traj
             break
         rejections += [{"attempt": attempt, **i.as_dict()} for i in verdict.issues]
-        feedback = verdict.feedback()
         if backend is None and not any(c.is_error for c in traj.tool_calls):
             break  # the scripted teacher is deterministic: only a failed tool call is worth a retry
     rec: dict[str, Any] = {"task_id": task.task_id, "status": "kept" if kept else "rejected",
@@ -285,7 +285,6 @@ def _all_records(out: Path, pattern: str) -> list[dict[str, Any]]:
 
 
 def export_and_report(cfg: SynthConfig, out: Path, decontam_hits: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    from calcmate.agent.protocols import NATIVE_SYSTEM_PROMPT
     from calcmate.agent.trajectory import Trajectory
     from calcmate.calculators.registry import registry
     from calcmate.synth.export import export_row, write_dataset
@@ -298,9 +297,7 @@ def export_and_report(cfg: SynthConfig, out: Path, decontam_hits: list[dict[str,
     for rec in sorted(records, key=lambda r: r["task_id"]):
         if rec.get("status") != "kept" or rec["task_id"] not in tasks:
             continue
-        traj = Trajectory.model_validate(rec["trajectory"])
-        if traj.messages and traj.messages[0].get("role") == "system":  # drop retry feedback from the prompt
-            traj.messages[0] = {**traj.messages[0], "content": NATIVE_SYSTEM_PROMPT}
+        traj = Trajectory.model_validate(rec["trajectory"])  # exported as it ran, retry feedback included
         rows.append(export_row(tasks[rec["task_id"]], traj, tools, teacher=rec.get("teacher", cfg.teacher.name),
                                render=cfg.export.render, tokenizer=cfg.export.tokenizer, attempts=rec.get("attempts", 1)))
     over = [r for r in rows if cfg.export.max_length and r["num_tokens"] > cfg.export.max_length]

@@ -4,8 +4,13 @@ As in the paper, a planner model writes the task (scenario, workflow, fuzzy ques
 header) and an executor model runs the ReAct episode. Here the planner only writes *text*: the
 workflow structure and every number come from the registry (composer + sampler), so nothing the
 LLM writes can make a ground-truth value wrong. Its output is checked (no calculator names or
-patient values in the question; every calculator named in the plan) and retried with the problems
-as feedback. The executor is an ordinary ``ModelPolicy`` over the agent's OpenAI HTTP backend.
+patient values in the question; every calculator named in the plan) and retried with feedback. The
+executor is an ordinary ``ModelPolicy`` over the agent's OpenAI HTTP backend; a trajectory the
+verifier rejects is re-run with ``executor_retry_prompt``.
+
+Retry feedback, to either model, describes the process only: the kind of rule broken ("a value you
+used appears in no tool result", "the plan leaves out a calculator"), never a calculator name, an
+input value or a result (``feedback_leaks`` checks a text for those).
 
 The prompts are reconstructed from the paper's description of its task-generation step (the
 released code does not ship them): clinician voice, no calculator names, no patient values,
@@ -73,6 +78,61 @@ fetch its reference, describe tables and query inputs with SQL, compute with Pyt
 patient values. Reply with the plan only."""
 
 
+# -- retry feedback: the process only ---------------------------------------------------------------
+# Feedback for a retry says what kind of rule was broken, never which calculator, input value or
+# result: a retried executor must not learn from the reviewer what the tools did not show it (its
+# kept trajectory is exported with the prompt it saw), and the planner gets the same discipline.
+EMPTY_FEEDBACK = "- the answer was empty"
+QUESTION_FEEDBACK = {
+    "calculator_name": "- the question names a calculator, score, index or formula (or its acronym): describe what "
+                       "each step must establish clinically instead",
+    "patient_value": "- the question gives a patient value (a number, age, measurement or date): the agent must "
+                     "look every value up",
+}
+HEADER_FEEDBACK = "- the plan leaves out a calculator of the verified workflow: name every one, in order"
+EXECUTOR_RETRY = ("A reviewer rejected your previous attempt at this task. What went wrong, in general terms:\n"
+                  "{feedback}\nRedo the task from the beginning and avoid these problems.")
+
+
+def question_feedback(kinds: list[str]) -> str:
+    """Process-only feedback for a question that broke the rules (one line per kind of break)."""
+    lines = [QUESTION_FEEDBACK.get(k, "- the question breaks the rules above") for k in dict.fromkeys(kinds)]
+    return "\n".join(lines) or EMPTY_FEEDBACK
+
+
+def executor_retry_prompt(system_prompt: str, verdict: Any) -> str:
+    """The system prompt of a retried executor episode: the original, then the verifier's
+    process-only feedback (``Verdict.feedback()``). A kept retry is exported with exactly this prompt."""
+    return f"{system_prompt}\n\n" + EXECUTOR_RETRY.format(feedback=verdict.feedback())
+
+
+def feedback_leaks(feedback: str, task: Any) -> list[str]:
+    """What ``feedback`` gives away about ``task``: calculator names (and aliases), input values
+    (as written in the task) and results. Empty for process-only feedback."""
+    from calcmate.calculators.registry import registry
+    from calcmate.calculators.spec import normalize_name
+
+    reg = registry()
+    text = f" {normalize_name(feedback)} "
+    out: list[str] = []
+    ids = [getattr(a, "calculator_id", None) for a in task.calculator_answers]
+    for bd in (getattr(task, "plan", None) or {}).get("branches", []):
+        ids += list(bd.get("then", [])) + list(bd.get("else", []))
+    names = {a.name for a in task.calculator_answers}
+    for i in ids:
+        c = reg.find(i) if i else None
+        if c is not None:
+            names |= {c.name, *c.aliases}
+    out += [n for n in sorted(names) if len(normalize_name(n)) >= 3 and f" {normalize_name(n)} " in text]
+    values = [str(inp.value) for a in task.calculator_answers for inp in a.inputs]
+    values += [str(a.final_answer) for a in task.calculator_answers]
+    for v in dict.fromkeys(values):
+        k = normalize_name(v)
+        if k and (any(ch.isdigit() for ch in k) or len(k) >= 4) and f" {k} " in text:
+            out.append(v)
+    return out
+
+
 class PlannerClient:
     """Async chat client with bounded concurrency and tenacity retries on transport errors."""
 
@@ -121,7 +181,7 @@ async def write_texts(client: PlannerClient, spec: TaskSpec, reg: Registry, valu
         issues = check_question(question, calcs, value_texts)
         if question and not issues:
             break
-        feedback = "\n".join(f"- the question contains the {i.kind.replace('_', ' ')} {i.text!r}" for i in issues) or "- empty"
+        feedback = question_feedback([i.kind for i in issues])
         problems += [f"question:{i.kind}" for i in issues] or ["question:empty"]
     else:
         raise TeacherError(f"planner broke the question rules {max_rounds} times: {problems}")
@@ -131,7 +191,7 @@ async def write_texts(client: PlannerClient, spec: TaskSpec, reg: Registry, valu
         missing = [c.name for c in calcs if not find_names(header, [c])]
         if header and not missing:
             break
-        feedback = "\n".join(f"- the plan does not name {m!r}" for m in missing) or "- empty"
+        feedback = HEADER_FEEDBACK if missing else EMPTY_FEEDBACK
         problems += [f"header:missing:{m}" for m in missing]
     else:
         raise TeacherError(f"planner's header missed calculators {max_rounds} times: {problems}")
