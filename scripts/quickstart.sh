@@ -56,10 +56,11 @@ stage "registry on MedCalc-Bench dev" "$OUT/medcalc_bench_report.json" \
 stage "build tiny Qwen3" "$OUT/tiny-qwen3/config.json" \
   python scripts/build_tiny_model.py --out "$OUT/tiny-qwen3"
 
-# rows are counted with the training tokenizer and chat template; longer ones are dropped and counted
+# rows are counted with the training tokenizer and chat template; longer ones are dropped and counted.
+# 3-5 calculators per task keep the CPU run's rows under its 32k context (the real recipe: ~9 per task)
 stage "synthesize trajectories" "$OUT/data/stats.json" \
   python data_gen/synthesize.py --config configs/synth/offline.yaml --out "$OUT/data" --set num_tasks="$TASKS" \
-    export.tokenizer="$OUT/tiny-qwen3" export.max_length=32768
+    min_calculators=3 max_calculators=5 export.tokenizer="$OUT/tiny-qwen3" export.max_length=32768
 
 stage "SFT (torchrun, 2 processes, ZeRO-3, SP=2)" "$OUT/sft/model.safetensors" \
   torchrun --standalone --nproc_per_node 2 train/sft.py --config configs/tiny-cpu.yaml \

@@ -81,10 +81,16 @@ def test_kept_trajectories_are_verified_and_use_the_tools(run_dir):
         assert verify(task, traj).ok
         n = len(task.calculator_answers)
         assert len(traj.calls("search")) >= n and len(traj.calls("fetch")) >= n and len(traj.calls("run_python")) >= n
-        assert traj.calls(("run_sql", "run_read_only_sql")) and traj.calls("describe_tables")
-        # the branch thought: the decider's result says which arm comes next
-        b = task.plan["branches"][0]
-        assert any("the plan's branch goes to" in (m.get("content") or "") for m in traj.messages if m["role"] == "assistant"), b
+        assert traj.calls("run_read_only_sql") and traj.calls("describe_tables") and not traj.calls("run_sql")
+        # the branch thought: after the decider's result, a thought names the arm that comes next
+        for b in task.plan["branches"]:
+            dec = next(a for a in task.calculator_answers if a.calculator_id == b["decider"])
+            i = next(k for k, c in enumerate(traj.tool_calls) if c.tool == "run_python" and dec.name in c.arguments["code"])
+            later = [m.get("content") or "" for m in traj.messages if m["role"] == "assistant"]
+            arm = b["then"] if b["taken"] == "then" else b["else"]
+            from calcmate.calculators.registry import registry
+            names = [registry().get(c).name for c in arm] or ["no further calculator on this arm"]
+            assert any(dec.name in t and all(n in t for n in names) for t in later), (b, i)
 
 
 def test_dataset_is_trl_ready(run_dir):
@@ -98,7 +104,8 @@ def test_dataset_is_trl_ready(run_dir):
     assert len(ds) == len(kept) and not heldout & set(ds["id"])
     tok = build_tokenizer()
     row = ds[0]
-    assert row["messages"][2]["content"].startswith("Plan:")
+    first = row["messages"][2]
+    assert first["role"] == "assistant" and first["tool_calls"] and len(first["content"]) > 500  # the plan opens it
     text = tok.apply_chat_template(row["messages"], tools=json.loads(row["tools"]), tokenize=False)
     assert "<tools>" in text and "<tool_call>" in text and "<final_answer>" in text
     assert set(json.loads(row["tools"])[0]) == {"type", "function"}

@@ -119,8 +119,7 @@ def test_decider_last_opens_the_final_answer_with_its_branch_thought(episodes):
     assert traj.tool_calls[-1].tool == "run_python"
     first = prose.strip().split("\n\n")[0]
     assert _says_value(first, dec.name, values[dec.name]), first
-    assert NO_ARM in first, first
-    assert all(n in first for n in other), (other, first)
+    assert NO_ARM in first, first  # the arm taken (empty); naming the other arm is the grammar's choice
     # the thought precedes the block; the block's decider value is the same one
     assert prose.index(NO_ARM) < traj.final_answer_text.index(OPEN)
 
@@ -136,7 +135,7 @@ def test_decider_mid_task_puts_its_branch_thought_in_the_next_tool_call(episodes
     assert nxt.get("tool_calls"), "the turn after the decider's result is a tool call"
     head = nxt["content"].split("\n\n")[0]
     assert _says_value(head, dec.name, values[dec.name]), nxt["content"]
-    assert NO_ARM in head and all(n in head for n in other), head
+    assert NO_ARM in head, head
     # the final answer opens with the last calculator's thought, which names no branch
     last = task.calculator_answers[-1]
     assert last.calculator_id != dec.calculator_id
