@@ -400,3 +400,45 @@ def test_questions_over_1000_distinct_offline_tasks():
     assert 300 <= statistics.mean(len(q.split()) for q in qs) <= 450
     pat = G._all_name_patterns()
     assert not [m for q in qs for m in pat.findall(normalize_name(q))]
+
+
+@pytest.mark.parametrize("mode", ["good", "bad"])
+def test_synthesis_rewrite_stage_end_to_end(tmp_path, pg_server, mode):
+    """data_gen/synthesize.py with rewrite.enabled: questions are paraphrased before the episodes and
+    thoughts and prose at export; a rewrite that changes a number is discarded; tool calls never change."""
+    import sys
+    from pathlib import Path
+
+    import calcmate.ehr.server as srv
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "data_gen"))
+    import synthesize
+
+    old, srv._SHARED = srv._SHARED, pg_server
+    try:
+        with _FakeLLM(mode) as llm:
+            args = ["--config", str(root / "configs/synth/offline.yaml"), "--quiet", "--set", "num_tasks=2",
+                    "rewrite.enabled=true", f"rewrite.base_url={llm.base_url}", "rewrite.concurrency=4"]
+            assert synthesize.main([*args, "--out", str(tmp_path / "rw")]) == 0
+            assert synthesize.main([*args[:-3], "--out", str(tmp_path / "plain")]) == 0
+    finally:
+        srv._SHARED = old
+    stats = json.loads((tmp_path / "rw" / "stats.json").read_text())["rewrite"]
+    rows = {json.loads(x)["id"]: json.loads(x) for x in (tmp_path / "rw" / "dataset" / "train.jsonl").read_text().splitlines()}
+    plain = {json.loads(x)["id"]: json.loads(x) for x in (tmp_path / "plain" / "dataset" / "train.jsonl").read_text().splitlines()}
+    assert rows and stats["sent"] > 0
+    changed = 0
+    for rid, row in rows.items():
+        if rid not in plain:
+            continue
+        a = [m for m in row["messages"] if m["role"] == "assistant"]
+        b = [m for m in plain[rid]["messages"] if m["role"] == "assistant"]
+        calls = lambda ms: [[(c["function"]["name"], c["function"]["arguments"]) for c in m.get("tool_calls") or []]  # noqa: E731
+                            for m in ms]
+        assert calls(a) == calls(b)  # never sent, never changed
+        changed += sum(x["content"] != y["content"] for x, y in zip(a, b))
+    if mode == "good":
+        assert stats["kept"] > 0 and changed > 0
+    else:  # every rewrite moved a number or added a name: all discarded, the originals exported
+        assert stats["kept"] == 0 and stats["rejected"] > 0

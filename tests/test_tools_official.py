@@ -95,3 +95,18 @@ def test_search_gives_serper_shaped_hits_that_fetch_accepts(observed):
     assert [h["position"] for h in hits] == list(range(1, len(hits) + 1)) and len(hits) <= 10
     assert "cockcroft" in hits[0]["title"].lower()
     assert page.startswith(f"Contents of {hits[0]['link']}:\n\n") and "\n\n" not in page.split("\n\n", 1)[1]
+
+
+def test_search_quality_holds_in_the_official_format():
+    """The right reference is the first hit for every registry name and alias, and in the top 3 for a
+    clinician's paraphrase (one per calculator, tests/fixtures/search/paraphrases.json) at least 95% of the time."""
+    from calcmate.calculators.registry import registry
+    from calcmate.tools.reference import ReferenceIndex
+
+    idx = ReferenceIndex()
+    misses = [(q, c.id) for c in registry() for q in (c.name, *c.aliases) if idx.search(q, 10)[0].url != c.url]
+    assert not misses, misses[:10]
+    para = json.loads((Path(__file__).parent / "fixtures" / "search" / "paraphrases.json").read_text())["paraphrases"]
+    reg = registry()
+    found = [reg.get(cid).url in [h.url for h in idx.search(q, 3)] for cid, q in para.items() if reg.find(cid)]
+    assert len(found) >= 100 and sum(found) / len(found) >= 0.95, sum(found) / len(found)

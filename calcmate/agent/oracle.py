@@ -400,14 +400,15 @@ class OraclePolicy(Policy):
                 state = yield Action(thought=self.say("search", name=name), tool_calls=[
                     ToolCall("search", {"query": self.search_query(w)})])
                 searched = state.trajectory.tool_calls[-1].result
-            url, pos, top = self._pick(w, searched)
+            url, pos, top, n_hits = self._pick(w, searched)
             if url is None and w.calc is not None:  # the reference is not in the list: search by its name
                 state = yield Action(thought=self.say("search_again", name=name, work=w), tool_calls=[
                     ToolCall("search", {"query": w.calc.name})])
-                url, pos, top = self._pick(w, state.trajectory.tool_calls[-1].result)
+                url, pos, top, n_hits = self._pick(w, state.trajectory.tool_calls[-1].result)
             searched = None
             if url is not None:
-                state = yield Action(thought=self.say("pick_hit", name=name, url=url, position=pos, top_title=top, work=w),
+                state = yield Action(thought=self.say("pick_hit", name=name, url=url, position=pos, top_title=top,
+                                                      n_hits=n_hits, work=w),
                                      tool_calls=[ToolCall("fetch", {"url": url})])
                 self.after_fetch(state, w)
             # the queries this calculator is the first to need
@@ -479,8 +480,9 @@ class OraclePolicy(Policy):
         self._retrieve_kind = "recover_empty" if kind == "empty" else "retrieve_corrected"
         return state
 
-    def _pick(self, w: CalcWork, search_text: str | None) -> tuple[str | None, int, str]:
-        """(the calculator's reference URL if the hit list has it, its 1-based position, the top hit's title)."""
+    def _pick(self, w: CalcWork, search_text: str | None) -> tuple[str | None, int, str, int]:
+        """(the calculator's reference URL if the hit list has it, its 1-based position, the top hit's
+        title, the number of hits)."""
         try:
             hits = [(h.get("link") or "", h.get("title") or "") for h in json.loads(search_text or "")]
         except (json.JSONDecodeError, TypeError, AttributeError):
@@ -488,8 +490,8 @@ class OraclePolicy(Policy):
         urls = [u for u, _ in hits]
         top = hits[0][1] if hits else ""
         if w.calc is not None:
-            return (w.calc.url, urls.index(w.calc.url) + 1, top) if w.calc.url in urls else (None, 0, top)
-        return None, 0, top
+            return (w.calc.url, urls.index(w.calc.url) + 1, top, len(urls)) if w.calc.url in urls else (None, 0, top, len(urls))
+        return None, 0, top, len(urls)
 
     def _read_inputs(self, task: Any, w: CalcWork, sql_obs: dict[str, str]) -> None:
         """Every input from the tool results: rows (by rule), earlier printed results (fed), or the

@@ -822,7 +822,7 @@ def plan_text(task: Any, rng: random.Random) -> str:
     branch = view.branch
     arm_ids = set((branch or {}).get("then", []) + (branch or {}).get("else", [])) if branch else set()
     lines: list[str] = []
-    s0 = {"topic": _concern_topic(view), "n": str(len([c for c in view.calcs if c.calc.id not in arm_ids]))}
+    s0 = {"topic": _concern_topic(view), "n": str(len(task.calculator_answers) or len(view.calcs))}  # the ones executed
     lines.append(_cap(pick("plan_goal", rng, s0)))
     lines.append(_cap(pick("plan_approach", rng, s0)))
     lines.append("")
@@ -894,16 +894,12 @@ def plan_text(task: Any, rng: random.Random) -> str:
     return "\n".join(_tidy(l) if not l.startswith(("   -", "**")) and l else l for l in lines).strip()
 
 
-_WORST = re.compile(r"apache|sofa|saps|severity|mortality|icu|critical care|organ failure|trauma", re.I)
 
 
 def _selection_rule(calc: Calculator) -> str:
-    """Which row of a repeated measurement the plan uses for this calculator."""
-    text = " ".join([calc.id, calc.name, *calc.tags])
-    if _WORST.search(text) and calc_kind(calc) in ("score", "risk", "grade"):
-        return "worst_24h"
-    if re.search(r"emergency|triage|pneumonia|chest pain|bleeding", text, re.I) and calc_kind(calc) in ("score", "risk"):
-        return "admission"
+    """Which row of a repeated measurement the plan uses for this calculator: the most recent, which
+    is what the teacher's execution reads (a plan must not promise a rule the execution does not follow;
+    an input that names another time point says so where it is read)."""
     return "most_recent"
 
 

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from calcmate.agent.backends.base import BackendConfig
 from calcmate.agent.runner import ToolsSettings
 from calcmate.io import JsonlAppender, atomic_write_json
+from calcmate.synth.rewrite import RewriteConfig
 from calcmate.tasks import CalcAnswer, Task
 
 log = logging.getLogger(__name__)
@@ -93,6 +94,9 @@ class SynthConfig(BaseModel):
     teacher: TeacherSettings = Field(default_factory=TeacherSettings)
     verify: VerifySettings = Field(default_factory=VerifySettings)
     export: ExportSettings = Field(default_factory=ExportSettings)
+    # optional LLM paraphrase of questions (before the episodes) and of thoughts and prose (at export);
+    # a rewrite that changes a number, a unit, a name or a tool call is discarded and counted
+    rewrite: RewriteConfig = Field(default_factory=RewriteConfig)
     progress: bool = True
 
     @model_validator(mode="after")
@@ -143,6 +147,12 @@ async def create_tasks(cfg: SynthConfig, out: Path) -> list[Task]:
         todo = [i for i in indices if task_id_for(cfg.seed, i) not in done]
         sem = asyncio.Semaphore(cfg.concurrency)
 
+        rewriter = None
+        if cfg.rewrite.enabled and "question" in cfg.rewrite.kinds:
+            from calcmate.synth.rewrite import Rewriter
+
+            rewriter = await Rewriter(cfg.rewrite).__aenter__()
+
         async def one(i: int) -> None:
             try:
                 if client is None:
@@ -156,6 +166,8 @@ async def create_tasks(cfg: SynthConfig, out: Path) -> list[Task]:
                         q, header, problems = await write_texts(client, spec, reg, input_value_texts(draft))
                     task = to_task(spec, reg, q, header)
                     task.plan["planner_problems"] = problems
+                if rewriter is not None:
+                    task.fuzzy_question = await rewriter.rewrite_content(task.fuzzy_question, "question")
                 app.append(task.model_dump(mode="json", exclude_none=True))
             except Exception as e:  # TaskCreationError, TeacherError, transport failures: recorded, not fatal
                 kind = "creation" if isinstance(e, TaskCreationError) else type(e).__name__
@@ -171,6 +183,9 @@ async def create_tasks(cfg: SynthConfig, out: Path) -> list[Task]:
             await asyncio.gather(*(tracked(i) for i in todo))
         if client is not None:
             await client.aclose()
+        if rewriter is not None:
+            atomic_write_json(out / "tasks" / f"rewrite{_tag(cfg)}.json", rewriter.stats.as_dict())
+            await rewriter.__aexit__(None, None, None)
         order = {task_id_for(cfg.seed, i): i for i in indices}
         tasks = [Task.model_validate(r) for r in app.records() if r["task_id"] in order]
     return sorted(tasks, key=lambda t: order[t.task_id])
@@ -300,6 +315,19 @@ def export_and_report(cfg: SynthConfig, out: Path, decontam_hits: list[dict[str,
         traj = Trajectory.model_validate(rec["trajectory"])  # exported as it ran, retry feedback included
         rows.append(export_row(tasks[rec["task_id"]], traj, tools, teacher=rec.get("teacher", cfg.teacher.name),
                                render=cfg.export.render, tokenizer=cfg.export.tokenizer, attempts=rec.get("attempts", 1)))
+    rewrite_stats = None
+    if rows and cfg.rewrite.enabled and {"thought", "prose"} & set(cfg.rewrite.kinds):
+        import concurrent.futures
+
+        from calcmate.synth.export import count_tokens
+        from calcmate.synth.rewrite import rewrite_conversations
+
+        with concurrent.futures.ThreadPoolExecutor(1) as ex:  # its own event loop: we may be inside one
+            convs, st = ex.submit(rewrite_conversations, [r["messages"] for r in rows], cfg.rewrite).result()
+        for r, msgs in zip(rows, convs):
+            r["messages"] = msgs
+            r["num_tokens"], r["token_count_method"] = count_tokens(msgs, json.loads(r["tools"]) or None, cfg.export.tokenizer)
+        rewrite_stats = st.as_dict()
     over = [r for r in rows if cfg.export.max_length and r["num_tokens"] > cfg.export.max_length]
     if over:
         method = over[0]["token_count_method"]
@@ -312,6 +340,7 @@ def export_and_report(cfg: SynthConfig, out: Path, decontam_hits: list[dict[str,
     outcome = [*records, *({"task_id": f["task_id"], "status": f"creation_failed:{f['error']}", "attempts": 0} for f in failures)]
     stats = write_report(rows, outcome, out, n_registry=len(registry()), decontam=decontam_hits,
                          extra={"dataset": {k: str(v) for k, v in paths.items()}, "config": cfg.model_dump(mode="json"),
+                                "rewrite": rewrite_stats,
                                 "over_length": {"max_length": cfg.export.max_length, "dropped": len(over),
                                                 "ids": [r["id"] for r in over],
                                                 "method": over[0]["token_count_method"] if over else None}})

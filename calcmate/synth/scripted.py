@@ -90,6 +90,12 @@ class ScriptedTeacher(OraclePolicy):
                 return gr.thought("search", {"concept": s["name"]}, self.rng)
             if kind == "search_again":
                 return gr.thought("search", {"concept": s["name"], "prev": "the last search"}, self.rng)
+            if kind == "pick_hit" and s.get("n_hits") == 1:
+                title = calc.name if calc else s["name"]
+                return self.rng.choice([
+                    f"The search returned a single hit, {title}, and its snippet fits what I need; opening it.",
+                    f"Only one result came back: {title}. It is the reference I want, so I'll read it.",
+                    f"One hit, {title}; the snippet matches this step, so I fetch it."])
             if kind == "pick_hit":
                 slots = {"title": calc.name if calc else s["name"], "position": s.get("position") or 1}
                 if (s.get("position") or 1) > 1 and s.get("top_title"):
@@ -135,8 +141,11 @@ class ScriptedTeacher(OraclePolicy):
         rule = RULES.get(r.rule)
         value = r.value
         if rule is None:  # a value measured at a stated time, neither the newest nor the first
-            return (f"{r.n_rows} {r.field} results are on file; the one this input refers to is the "
-                    f"measurement of {r.time} ({value}{' ' + r.unit if r.unit else ''}), not the newest.")
+            return self.rng.choice([
+                f"{r.n_rows} {r.field} results are on file. This input asks for an earlier time point than the "
+                f"latest, so I use the measurement of {r.time}: {value}{' ' + r.unit if r.unit else ''}.",
+                f"For {r.field} the input refers to an earlier measurement, not the newest of the {r.n_rows} rows: "
+                f"{value}{' ' + r.unit if r.unit else ''} at {r.time}."])
         return gr.thought("select_value", {"rule": rule, "concept": r.field, "value": value, "unit": r.unit or None,
                                            "time": r.time or None, "n_rows": r.n_rows}, self.rng)
 

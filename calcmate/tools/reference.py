@@ -58,8 +58,9 @@ def _searchable(markdown: str) -> str:
 class ReferenceIndex:
     """BM25 over the registry's reference documents (built once, ~ms per query)."""
 
-    def __init__(self, docs: dict[str, tuple[str, str, str]] | None = None):
-        """``docs``: url -> (title, searchable extra text, markdown); defaults to the registry."""
+    def __init__(self, docs: dict[str, tuple[str, str, str]] | None = None, aliases: dict[str, tuple[str, ...]] | None = None):
+        """``docs``: url -> (title, searchable extra text, markdown); defaults to the registry.
+        ``aliases``: url -> the names that identify that document exactly."""
         import logging
 
         import bm25s
@@ -68,12 +69,19 @@ class ReferenceIndex:
         if docs is None:
             from calcmate.calculators.registry import registry
 
-            docs = {}
+            docs, aliases = {}, {}
             for c in registry():
                 extra = " ".join([c.name, c.name, *c.aliases, *c.tags])
                 docs[c.url] = (c.name, extra, c.reference_markdown())
+                aliases[c.url] = tuple(c.aliases)
         self.docs = docs
         self.urls = list(docs)
+        # names and aliases that identify one document exactly (an alias two documents share identifies neither)
+        names: dict[str, set[str]] = {}
+        for url, (title, extra, _) in docs.items():
+            for n in [title, *(aliases or {}).get(url, ())]:
+                names.setdefault(" ".join(_tokens(n)), set()).add(url)
+        self._exact = {k: next(iter(v)) for k, v in names.items() if k and len(v) == 1}
         corpus = [" ".join(_tokens(f"{t} {x} {_searchable(md)}")) for t, x, md in docs.values()]
         self._bm25 = bm25s.BM25()
         if corpus:
@@ -89,6 +97,11 @@ class ReferenceIndex:
         if not qt.vocab:
             return []
         idx, scores = self._bm25.retrieve(qt, k=min(k, len(self.urls)), show_progress=False)
+        exact = self._exact.get(q)
+        if exact is not None:  # a query that is exactly a calculator's name or alias ("SOFA", "Anion Gap"): that page first
+            pairs = [(self.urls.index(exact), float("inf"))] + [(int(i), float(sc)) for i, sc in zip(idx[0], scores[0])
+                                                                if self.urls[int(i)] != exact]
+            idx, scores = [[i for i, _ in pairs[:k]]], [[sc for _, sc in pairs[:k]]]
         hits = []
         for i, s in zip(idx[0], scores[0]):
             if s <= 0:
