@@ -64,3 +64,13 @@ def test_official_dump_end_to_end(materialized_dev, pg_server, tmp_path):
         assert json.loads((tmp_path / "eval" / "config.json").read_text())["ehr"]["dsn"] == dst.ro_dsn
     finally:
         pg_server.drop_database(dst.name)
+    # no PostgreSQL of one's own: ehr.dump loads the dump into the run's embedded database
+    import calcmate.ehr.server as srv
+
+    old, srv._SHARED = srv._SHARED, pg_server
+    try:
+        cfg = EvalConfig.model_validate({"tasks": str(DEV_TASKS), "policy": "oracle", "limit": 2, "ehr": {"dump": str(dump)}})
+        scores = evaluate(cfg, tmp_path / "eval_dump", show_progress=False)
+        assert scores["overall"]["n_tasks"] == 2 and scores["run"]["failed_tasks"] == 0
+    finally:
+        srv._SHARED = old

@@ -44,6 +44,9 @@ class ToolsSettings(BaseModel):
 class EhrSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     dsn: str | None = None  # an official MedMCP-Calc database: used as is, nothing materialized
+    # or a directory of the official dump (<table>.csv.gz): loaded into this run's embedded database
+    # (no PostgreSQL server needed), nothing materialized
+    dump: str | None = None
     seed: int = 0  # materializer seed
     database: str | None = None  # name of the database to (re)create; default derived from the run
 
@@ -125,6 +128,14 @@ async def open_environment(cfg: EvalConfig, tasks: list[Task]) -> AsyncIterator[
     db = server = None
     if cfg.ehr.dsn:
         dsn = cfg.ehr.dsn
+    elif cfg.ehr.dump:
+        from calcmate.ehr import get_server
+        from calcmate.ehr.loader import load_dump
+
+        server = get_server()
+        db = server.create_database(cfg.ehr.database or "eval_dump_" + hashlib.sha1(str(cfg.ehr.dump).encode()).hexdigest()[:12])
+        load_dump(db, cfg.ehr.dump)
+        dsn = db.ro_dsn
     else:
         from calcmate.ehr import get_server
         from calcmate.ehr.materialize import materialize

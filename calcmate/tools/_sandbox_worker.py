@@ -40,7 +40,8 @@ except ImportError:  # pragma: no cover
 # the sandbox uid (e.g. a Python under /root): in that case these are the importable modules.
 PRELOAD = ("array", "bisect", "calendar", "cmath", "collections", "copy", "csv", "dataclasses", "datetime",
            "decimal", "encodings.idna", "enum", "fractions", "functools", "heapq", "io", "itertools", "json",
-           "operator", "pprint", "random", "re", "string", "textwrap", "typing", "unicodedata", "socket", "zoneinfo")
+           "operator", "pprint", "random", "re", "string", "textwrap", "typing", "unicodedata", "socket", "zoneinfo",
+           "zoneinfo._zoneinfo", "pandas")  # pandas: the official python_executor's environment has it
 for _m in PRELOAD:
     try:
         __import__(_m)
@@ -125,7 +126,7 @@ def _child(code: str, tmp: str, out_fd: int, err_fd: int, req: dict, uid, abi: i
         os.environ.clear()
         os.environ.update({"HOME": tmp, "TMPDIR": tmp, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
         tempfile.tempdir = tmp
-        sys.argv = ["<run_python>"]
+        sys.argv = ["-c"]  # as under the official `python -c`
         sys.stdin = open(0, "r", closefd=False)
         sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
         sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
@@ -134,7 +135,7 @@ def _child(code: str, tmp: str, out_fd: int, err_fd: int, req: dict, uid, abi: i
         os._exit(71)
     g = {"__name__": "__main__", "__builtins__": __builtins__}
     try:
-        exec(compile(code, "<run_python>", "exec"), g)
+        exec(compile(code, "<string>", "exec"), g)  # tracebacks name "<string>", as the official `python -c` does
         rc = 0
     except SystemExit as e:
         rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
