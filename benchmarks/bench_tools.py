@@ -98,10 +98,25 @@ def main() -> None:
                     out[srv].append(time.perf_counter() - t)
         return out
 
+    async def bare_startup() -> list[float]:
+        """The floor: a stdio MCP server with no tools and no imports of ours (spawn + SDK import + list_tools)."""
+        from mcp import Client, StdioServerParameters
+
+        params = StdioServerParameters(command=sys.executable, args=[
+            "-c", "from mcp.server.mcpserver import MCPServer; MCPServer('bare').run('stdio')"])
+        out = []
+        for _ in range(max(3, a.n // 10)):
+            t = time.perf_counter()
+            async with Client(params) as c:
+                await c.list_tools()
+                out.append(time.perf_counter() - t)
+        return out
+
     for mode, transport, fmt in modes:
         tb = Toolbox.stdio(db.ro_dsn, fmt=fmt) if transport == "stdio" else Toolbox.in_process(db.ro_dsn, fmt=fmt)
         asyncio.run(bench(mode, tb))
     starts = {fmt: asyncio.run(startup(fmt)) for fmt in ("official", "calcmate")}
+    bare = asyncio.run(bare_startup())
     with psycopg.connect(db.ro_dsn) as conn:
         conn.execute(lab.query).fetchall()
         base_sql = timed(a.n, lambda: conn.execute(lab.query).fetchall())
@@ -121,6 +136,7 @@ def main() -> None:
     for srv in starts["official"]:
         o, c = starts["official"][srv], starts["calcmate"][srv]
         lines.append(f"| {srv} | {pct(o, .5):.2f} / {max(o):.2f} | {pct(c, .5):.2f} / {max(c):.2f} |")
+    lines.append(f"| baseline: a bare MCP server (no tools) | {pct(bare, .5):.2f} / {max(bare):.2f} | |")
     table = "\n".join(lines)
     print(table)
     if a.out:
@@ -128,6 +144,7 @@ def main() -> None:
         (a.out / "bench_tools.md").write_text(table + "\n")
         data = {k: {m: {"p50": pct(v, .5), "p95": pct(v, .95), "mean": statistics.mean(v)} for m, v in r.items()} for k, r in rows.items()}
         data["startup_s"] = {f: {k: {"p50": pct(v, .5), "max": max(v)} for k, v in d.items()} for f, d in starts.items()}
+        data["startup_s"]["bare_mcp_server"] = {"p50": pct(bare, .5), "max": max(bare)}
         data["baseline_psycopg"] = {"p50": pct(base_sql, .5), "p95": pct(base_sql, .95)}
         data["baseline_python_spawn"] = {"p50": pct(base_py, .5), "p95": pct(base_py, .95)}
         (a.out / "bench_tools.json").write_text(json.dumps(data, indent=2))
