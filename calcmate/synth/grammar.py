@@ -203,8 +203,11 @@ def pick(name: str, rng: random.Random, slots: Mapping[str, Any] | None = None, 
 
 
 def _cap(s: str) -> str:
+    """Sentence case, leaving words whose case is meaning alone ("qSOFA", "eGFR", "pH", "iCa")."""
     s = s.strip()
-    return s[0].upper() + s[1:] if s else s
+    if not s or re.match(r"[a-z]+[A-Z]", s.split(" ", 1)[0]):
+        return s
+    return s[0].upper() + s[1:]
 
 
 def _tidy(text: str) -> str:
@@ -611,6 +614,8 @@ def _age_words(view: TaskView, rng: random.Random) -> str:
             f" {'boy' if sex == 'male' else 'girl'}" if sex and rng.random() < 0.4 else "")
     if a < 3:
         return rng.choice(["a toddler", "a young child"])
+    if a < 5:
+        return f"a {'boy' if sex == 'male' else 'girl' if sex == 'female' else 'child'} of pre-school age"
     if a < 13:
         return f"a {'boy' if sex == 'male' else 'girl' if sex == 'female' else 'child'} of primary-school age"
     if a < 18:

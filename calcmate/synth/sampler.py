@@ -84,10 +84,25 @@ def _draw(inp: Input, rng: random.Random) -> Any:
         hi = min(hi, inp.max)
     if lo is None or hi is None or lo > hi:
         lo, hi = _inner_range(inp)
-    x = rng.uniform(lo, hi)
-    if inp.type == "integer" or inp.key in WHOLE:
-        return int(round(x))
-    return _round_like_ehr(x)
+    for _ in range(30):  # within the cited physiological limits where the quantity has one
+        x = rng.uniform(lo, hi)
+        v = int(round(x)) if inp.type == "integer" or inp.key in WHOLE else _round_like_ehr(x)
+        if _plausible(inp, v):
+            return v
+    return v
+
+
+def _plausible(inp: Input, value: float) -> bool:
+    """No value outside ``calcmate/synth/physiology.yaml`` for a quantity it covers (by key or label)."""
+    from calcmate.synth.physiology import check_value
+
+    for name in (inp.key, inp.label):
+        try:
+            if check_value(name, value, inp.unit) is not None:
+                return False
+        except Exception:  # noqa: BLE001 - a name or unit the table does not know: nothing to check
+            continue
+    return True
 
 
 def _inner_range(inp: Input) -> tuple[float, float]:

@@ -30,6 +30,8 @@ from calcmate.synth import grammar as gr
 from calcmate.synth.composer import branch_from_dict
 
 RULES = {"most_recent": "most_recent", "earliest": "admission", "only": "single"}
+_GENERIC = {"stage", "score", "points", "grade", "category", "class", "risk", "result", "calculated result",
+            "risk score", "total score", "risk category", "percentile"}
 
 
 class ScriptedTeacher(OraclePolicy):
@@ -60,6 +62,8 @@ class ScriptedTeacher(OraclePolicy):
         if calc is None:
             return work.answer.name
         what = gr.output_phrase(calc)
+        if what and (len(what.split()) < 2 or what.lower() in _GENERIC):  # "stage", "score": nothing to search by
+            what = None
         tags = gr.specific_tags(calc)
         short = [a for a in calc.aliases if len(a) <= 24 and not re.search(r"\(\d{4}\)", a)
                  and a.lower() != calc.name.lower()]
