@@ -144,7 +144,8 @@ class SqlEvidence:
         if field and re.search(r"\b(black|african)\b", normalize_name(field)) and str(value).strip().lower() in (
                 "yes", "no", "true", "false"):  # "Black race: Yes" against a recorded race/ethnicity
             black = bool(re.search(r"\b(black|african)\b", self.norm))
-            recorded = bool(re.search(r'"(ethnicity|race)"', self.raw))
+            recorded = black or bool(re.search(r"\b(white|caucasian|asian|hispanic|latino|other race|american indian|"
+                                               r"pacific islander|multiracial)\b", self.norm))
             return recorded and black == (str(value).strip().lower() in ("yes", "true"))
         return bool(field) and _is_age_field(field) and any(_age_meets(value, field, a) for a in self.ages)
 
