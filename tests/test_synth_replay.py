@@ -137,3 +137,26 @@ def test_exported_trajectories_replay_to_the_same_answer(synth_dir, protocol):
         assert [(c.tool, c.arguments) for c in got.tool_calls] == [(c["tool"], c["arguments"]) for c in want["tool_calls"]]
         assert [c.result for c in got.tool_calls] == [c["result"] for c in want["tool_calls"]]
         assert [i.model_dump() for i in got.final_answer] == want["final_answer"]
+
+
+def test_one_failing_task_is_its_own_outcome_never_the_runs_end(tmp_path, monkeypatch):
+    """A crash inside one task's episode or verification is recorded for that task; the others finish."""
+    import calcmate.synth.verify as verify_mod
+
+    real = verify_mod.verify
+    hit = []
+
+    def flaky(task, traj, *a, **kw):
+        if not hit:
+            hit.append(task.task_id)
+            raise SystemError("AST constructor recursion depth mismatch")  # what CPython 3.11 once threw
+        return real(task, traj, *a, **kw)
+
+    monkeypatch.setattr(verify_mod, "verify", flaky)
+    out = tmp_path / "run"
+    assert synthesize.main(["--config", str(ROOT / "configs/synth/offline.yaml"), "--out", str(out), "--quiet",
+                            "--set", "num_tasks=3", "concurrency=3"]) == 0
+    recs = {json.loads(x)["task_id"]: json.loads(x) for x in (out / "trajectories" / "trajectories.jsonl").read_text().splitlines()}
+    assert hit and recs[hit[0]]["status"] == "rejected"
+    assert recs[hit[0]]["rejections"][0]["reason"] == "error" and "SystemError" in recs[hit[0]]["rejections"][0]["detail"]
+    assert sum(r["status"] == "kept" for r in recs.values()) >= 1

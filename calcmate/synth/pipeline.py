@@ -243,8 +243,14 @@ async def run_episodes(cfg: SynthConfig, out: Path, tasks: list[Task]) -> None:
                         atomic_write_json(out / "tools.json", [s.openai_schema() for s in specs])
 
                         async def one(task: Task) -> None:
-                            app.append(await _attempt_task(cfg, task, make_policy, tools, specs, ecfg, sem,
-                                                           {"materialized": reports.get(task.task_id)}, backend))
+                            try:
+                                rec = await _attempt_task(cfg, task, make_policy, tools, specs, ecfg, sem,
+                                                          {"materialized": reports.get(task.task_id)}, backend)
+                            except Exception as e:  # noqa: BLE001 - one task's failure is its outcome, never the run's end
+                                log.warning("task %s failed: %s: %s", task.task_id, type(e).__name__, e)
+                                rec = {"task_id": task.task_id, "status": "rejected", "attempts": 1, "teacher": cfg.teacher.name,
+                                       "rejections": [{"attempt": 1, "reason": "error", "detail": f"{type(e).__name__}: {e}"[:500]}]}
+                            app.append(rec)
                             bar.advance(bid)
 
                         await asyncio.gather(*(one(t) for t in batch))
@@ -270,7 +276,9 @@ async def _attempt_task(cfg: SynthConfig, task: Task, make_policy: Any, tools: A
         prompt = NATIVE_SYSTEM_PROMPT if verdict is None else executor_retry_prompt(NATIVE_SYSTEM_PROMPT, verdict)
         async with sem:
             traj = await run_episode(task, make_policy(), tools, NativeProtocol(prompt), ecfg, specs=specs, context=context)
-        verdict = await asyncio.to_thread(verify, task, traj, cfg.verify.rel_tol, cfg.verify.name_threshold)
+        # in the loop's own thread: verify parses programs with ``ast``, and CPython 3.11's AST
+        # constructor is not safe to run in several threads at once (a SystemError on a 1,000-task run)
+        verdict = verify(task, traj, cfg.verify.rel_tol, cfg.verify.name_threshold)
         if verdict.ok:
             kept = traj
             break
