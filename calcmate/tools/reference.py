@@ -108,8 +108,17 @@ class ReferenceIndex:
                 continue
             url = self.urls[int(i)]
             title, _, md = self.docs[url]
-            hits.append(Hit(title, url, _snippet(_searchable(md), q), float(s)))
+            hits.append(Hit(title, url, _snippet_from(self._lines(url), q), float(s)))
         return hits
+
+    def _lines(self, url: str) -> list[tuple[str, frozenset[str]]]:
+        """A document's snippet candidates with their word sets, tokenised once (search is per call)."""
+        cache = self.__dict__.setdefault("_line_cache", {})
+        if url not in cache:
+            md = _searchable(self.docs[url][2])
+            cache[url] = [(ln.strip(), frozenset(_tokens(ln))) for ln in md.splitlines()
+                          if ln.strip() and not ln.startswith(("#", "URL:"))]
+        return cache[url]
 
     def fetch(self, url: str) -> str:
         url = url.strip()
@@ -124,12 +133,11 @@ class ReferenceIndex:
         raise ToolError(f"no document at {url!r}.{hint} Use search to find calculator URLs.")
 
 
-def _snippet(markdown: str, query: str, width: int = 240) -> str:
+def _snippet_from(lines: list[tuple[str, frozenset[str]]], query: str, width: int = 240) -> str:
     """The document lines sharing the most words with the query (after the title block)."""
     words = set(query.split())
-    lines = [ln.strip() for ln in markdown.splitlines() if ln.strip() and not ln.startswith(("#", "URL:"))]
-    ranked = sorted(lines, key=lambda ln: -len(words & set(_tokens(ln))))
-    out = " … ".join(ranked[:2]) if ranked else ""
+    ranked = sorted(lines, key=lambda lw: -len(words & lw[1]))
+    out = " … ".join(ln for ln, _ in ranked[:2]) if ranked else ""
     return out if len(out) <= width else out[: width - 1] + "…"
 
 
