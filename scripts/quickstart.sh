@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # CalcMate quickstart: the whole recipe on a laptop CPU with embedded defaults.
 #
-#   1. install into .venv          4. build a tiny Qwen3 locally (no hub download)
-#   2. registry on MedCalc-Bench   5. SFT: torchrun, 2 CPU processes, ZeRO-3 + Ulysses SP=2 (gloo)
-#   3. synthesize verified         6. evaluate the checkpoint on the dev MedMCP-Calc tasks,
-#      trajectories (scripted         next to the oracle policy (the ceiling)
-#      teacher, embedded PostgreSQL)
+#   1. install into .venv          4. synthesize verified trajectories (scripted teacher, embedded
+#   2. registry on MedCalc-Bench      PostgreSQL, official tools), counted with the tiny tokenizer
+#   3. build a tiny Qwen3 locally  5. SFT: torchrun, 2 CPU processes, ZeRO-3 + Ulysses SP=2 (gloo)
+#      (no hub download)           6. evaluate the checkpoint on the dev MedMCP-Calc tasks, next to
+#                                     the oracle policy (registry + tools only: its honest coverage)
 #
 # Idempotent: a second run reuses finished stages (delete runs/quickstart to start over).
 # Sizes can be shrunk for CI: QS_TASKS (50), QS_STEPS (6), QS_EVAL_TASKS (all dev tasks), QS_OUT.
