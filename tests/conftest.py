@@ -6,6 +6,8 @@
 - ``materialized_dev``: ``(ehr_db, {task_id: MaterializeReport})`` with every dev task's patient
   written into one module database (seed 0).
 - ``toolbox``: an in-process ``Toolbox`` (postgres on ``ehr_db``, reference, python), one per module.
+- ``shared_server``: the stages' process-wide server (``calcmate.ehr.get_server``, used by synthesis
+  and evaluation) is this session's server while a module runs.
 """
 
 from __future__ import annotations
@@ -26,6 +28,15 @@ def pg_server():
     server = start_server()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_server(pg_server):
+    import calcmate.ehr.server as srv
+
+    old, srv._SHARED = srv._SHARED, pg_server
+    yield pg_server
+    srv._SHARED = old
 
 
 def _module_db_name(request) -> str:

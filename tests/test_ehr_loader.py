@@ -29,7 +29,7 @@ def test_missing_dump_is_a_clear_error(pg_server, tmp_path, ehr_db):
         load_dump(ehr_db, tmp_path)
 
 
-def test_official_dump_end_to_end(materialized_dev, pg_server, tmp_path):
+def test_official_dump_end_to_end(materialized_dev, pg_server, shared_server, tmp_path):
     """The path of a user with the official dump: <table>.csv.gz (+ schema.sql) -> load_dump into the
     server -> eval/evaluate.py with ehr.dsn on the tasks: nothing is materialized, the agent's SQL
     reads the loaded rows through the official tools."""
@@ -65,12 +65,6 @@ def test_official_dump_end_to_end(materialized_dev, pg_server, tmp_path):
     finally:
         pg_server.drop_database(dst.name)
     # no PostgreSQL of one's own: ehr.dump loads the dump into the run's embedded database
-    import calcmate.ehr.server as srv
-
-    old, srv._SHARED = srv._SHARED, pg_server
-    try:
-        cfg = EvalConfig.model_validate({"tasks": str(DEV_TASKS), "policy": "oracle", "limit": 2, "ehr": {"dump": str(dump)}})
-        scores = evaluate(cfg, tmp_path / "eval_dump", show_progress=False)
-        assert scores["overall"]["n_tasks"] == 2 and scores["run"]["failed_tasks"] == 0
-    finally:
-        srv._SHARED = old
+    cfg = EvalConfig.model_validate({"tasks": str(DEV_TASKS), "policy": "oracle", "limit": 2, "ehr": {"dump": str(dump)}})
+    scores = evaluate(cfg, tmp_path / "eval_dump", show_progress=False)
+    assert scores["overall"]["n_tasks"] == 2 and scores["run"]["failed_tasks"] == 0

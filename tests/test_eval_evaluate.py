@@ -24,14 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DEV = ROOT / "tests" / "fixtures" / "medmcp_calc" / "tasks_dev.jsonl"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def shared_server(pg_server):
-    """The evaluator's process-wide server is this test session's server."""
-    import calcmate.ehr.server as srv
-
-    old, srv._SHARED = srv._SHARED, pg_server
-    yield pg_server
-    srv._SHARED = old
+# the stages' own server (calcmate.ehr.get_server) is this session's
+pytestmark = pytest.mark.usefixtures("shared_server")
 
 
 @pytest.fixture(scope="module")

@@ -22,13 +22,8 @@ DEV = ROOT / "tests" / "fixtures" / "medmcp_calc" / "tasks_dev.jsonl"
 N = 3
 
 
-@pytest.fixture(scope="module", autouse=True)
-def shared_server(pg_server):
-    import calcmate.ehr.server as srv
-
-    old, srv._SHARED = srv._SHARED, pg_server
-    yield pg_server
-    srv._SHARED = old
+# the stages' own server (calcmate.ehr.get_server) is this session's
+pytestmark = pytest.mark.usefixtures("shared_server")
 
 
 def _run(out: Path, **kw):

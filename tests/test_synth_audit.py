@@ -325,21 +325,15 @@ def test_cli_prints_and_refuses_an_empty_dir(tmp_path, capsys):
 
 # -- a real offline synthesis ----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def real_run(pg_server, tmp_path_factory):
+def real_run(shared_server, tmp_path_factory):
     pytest.importorskip("calcmate.ehr.materialize")
-    import calcmate.ehr.server as srv
-
     sys.path.insert(0, str(ROOT / "data_gen"))
     import synthesize
 
-    old, srv._SHARED = srv._SHARED, pg_server
-    try:
-        out = tmp_path_factory.mktemp("synth")
-        assert synthesize.main(["--config", str(ROOT / "configs/synth/offline.yaml"), "--out", str(out), "--quiet",
-                                "--set", "num_tasks=4", "batch_size=4", "concurrency=4", "min_calculators=2",
-                                "max_calculators=4"]) == 0
-    finally:
-        srv._SHARED = old
+    out = tmp_path_factory.mktemp("synth")
+    assert synthesize.main(["--config", str(ROOT / "configs/synth/offline.yaml"), "--out", str(out), "--quiet",
+                            "--set", "num_tasks=4", "batch_size=4", "concurrency=4", "min_calculators=2",
+                            "max_calculators=4"]) == 0
     return out
 
 

@@ -403,27 +403,21 @@ def test_questions_over_1000_distinct_offline_tasks():
 
 
 @pytest.mark.parametrize("mode", ["good", "bad"])
-def test_synthesis_rewrite_stage_end_to_end(tmp_path, pg_server, mode):
+def test_synthesis_rewrite_stage_end_to_end(tmp_path, shared_server, mode):
     """data_gen/synthesize.py with rewrite.enabled: questions are paraphrased before the episodes and
     thoughts and prose at export; a rewrite that changes a number is discarded; tool calls never change."""
     import sys
     from pathlib import Path
 
-    import calcmate.ehr.server as srv
-
     root = Path(__file__).resolve().parents[1]
     sys.path.insert(0, str(root / "data_gen"))
     import synthesize
 
-    old, srv._SHARED = srv._SHARED, pg_server
-    try:
-        with _FakeLLM(mode) as llm:
-            args = ["--config", str(root / "configs/synth/offline.yaml"), "--quiet", "--set", "num_tasks=2",
-                    "rewrite.enabled=true", f"rewrite.base_url={llm.base_url}", "rewrite.concurrency=4"]
-            assert synthesize.main([*args, "--out", str(tmp_path / "rw")]) == 0
-            assert synthesize.main([*args[:-3], "--out", str(tmp_path / "plain")]) == 0
-    finally:
-        srv._SHARED = old
+    with _FakeLLM(mode) as llm:
+        args = ["--config", str(root / "configs/synth/offline.yaml"), "--quiet", "--set", "num_tasks=2",
+                "rewrite.enabled=true", f"rewrite.base_url={llm.base_url}", "rewrite.concurrency=4"]
+        assert synthesize.main([*args, "--out", str(tmp_path / "rw")]) == 0
+        assert synthesize.main([*args[:-3], "--out", str(tmp_path / "plain")]) == 0
     stats = json.loads((tmp_path / "rw" / "stats.json").read_text())["rewrite"]
     rows = {json.loads(x)["id"]: json.loads(x) for x in (tmp_path / "rw" / "dataset" / "train.jsonl").read_text().splitlines()}
     plain = {json.loads(x)["id"]: json.loads(x) for x in (tmp_path / "plain" / "dataset" / "train.jsonl").read_text().splitlines()}

@@ -27,14 +27,8 @@ from calcmate.tasks import Task, read_tasks  # noqa: E402
 N = 20
 
 
-@pytest.fixture(scope="module", autouse=True)
-def shared_server(pg_server):
-    """The pipeline's process-wide server is this test session's server."""
-    import calcmate.ehr.server as srv
-
-    old, srv._SHARED = srv._SHARED, pg_server
-    yield pg_server
-    srv._SHARED = old
+# the stages' own server (calcmate.ehr.get_server) is this session's
+pytestmark = pytest.mark.usefixtures("shared_server")
 
 
 def lines(p: Path) -> list[dict]:

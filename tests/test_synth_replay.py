@@ -29,13 +29,8 @@ from calcmate.tasks import Task  # noqa: E402
 OFFICIAL = {"run_read_only_sql", "list_tables", "describe_tables", "search", "fetch", "run_python"}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def shared_server(pg_server):
-    import calcmate.ehr.server as srv
-
-    old, srv._SHARED = srv._SHARED, pg_server
-    yield pg_server
-    srv._SHARED = old
+# the stages' own server (calcmate.ehr.get_server) is this session's
+pytestmark = pytest.mark.usefixtures("shared_server")
 
 
 @pytest.fixture(scope="module")

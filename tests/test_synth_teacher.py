@@ -132,34 +132,29 @@ def _script(traj: dict) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def executor_run(pg_server, tmp_path_factory):
+def executor_run(shared_server, tmp_path_factory):
     """Offline synthesis of 3 tasks (the scripted teacher, run A), then the same tasks and patients
     through the pipeline's LLM executor path against the fake server (run B)."""
-    import calcmate.ehr.server as srv
     from calcmate.synth.pipeline import synthesize_async
 
-    old, srv._SHARED = srv._SHARED, pg_server
-    try:
-        a, b = tmp_path_factory.mktemp("scripted"), tmp_path_factory.mktemp("executor")
-        base = ["num_tasks=3", "progress=false", "batch_size=8", "concurrency=2", "seed=5"]
-        asyncio.run(synthesize_async(load_config(None, base, SynthConfig), a))
-        kept = {r["task_id"]: r for r in _lines(a / "trajectories" / "trajectories.jsonl") if r["status"] == "kept"}
-        assert len(kept) >= 2, [r.get("rejections") for r in _lines(a / "trajectories" / "trajectories.jsonl")]
-        (b / "tasks").mkdir()
-        tasks = [t for t in _lines(a / "tasks" / "tasks.jsonl") if t["task_id"] in kept]
-        (b / "tasks" / "tasks.jsonl").write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in tasks))
-        shutil.copy(a / "tasks" / "failures.jsonl", b / "tasks" / "failures.jsonl") if (a / "tasks" / "failures.jsonl").exists() else None
-        scripts = {}
-        for r in kept.values():
-            question = next(m["content"] for m in r["trajectory"]["messages"] if m["role"] == "user")
-            scripts[question] = _script(r["trajectory"])
-        with FakeExecutor(scripts) as fake:
-            cfg = load_config(None, base + ["teacher.kind=llm", "teacher.executor.kind=openai", "teacher.executor.model=fake",
-                                            f"teacher.executor.base_url={fake.base_url}", "max_retries=1"], SynthConfig)
-            asyncio.run(synthesize_async(cfg, b))
-        yield {"dir": b, "fake": fake, "tasks": {t["task_id"]: t for t in tasks}}
-    finally:
-        srv._SHARED = old
+    a, b = tmp_path_factory.mktemp("scripted"), tmp_path_factory.mktemp("executor")
+    base = ["num_tasks=3", "progress=false", "batch_size=8", "concurrency=2", "seed=5"]
+    asyncio.run(synthesize_async(load_config(None, base, SynthConfig), a))
+    kept = {r["task_id"]: r for r in _lines(a / "trajectories" / "trajectories.jsonl") if r["status"] == "kept"}
+    assert len(kept) >= 2, [r.get("rejections") for r in _lines(a / "trajectories" / "trajectories.jsonl")]
+    (b / "tasks").mkdir()
+    tasks = [t for t in _lines(a / "tasks" / "tasks.jsonl") if t["task_id"] in kept]
+    (b / "tasks" / "tasks.jsonl").write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in tasks))
+    shutil.copy(a / "tasks" / "failures.jsonl", b / "tasks" / "failures.jsonl") if (a / "tasks" / "failures.jsonl").exists() else None
+    scripts = {}
+    for r in kept.values():
+        question = next(m["content"] for m in r["trajectory"]["messages"] if m["role"] == "user")
+        scripts[question] = _script(r["trajectory"])
+    with FakeExecutor(scripts) as fake:
+        cfg = load_config(None, base + ["teacher.kind=llm", "teacher.executor.kind=openai", "teacher.executor.model=fake",
+                                        f"teacher.executor.base_url={fake.base_url}", "max_retries=1"], SynthConfig)
+        asyncio.run(synthesize_async(cfg, b))
+    yield {"dir": b, "fake": fake, "tasks": {t["task_id"]: t for t in tasks}}
 
 
 def test_llm_executor_is_rejected_then_retried_with_process_only_feedback(executor_run):

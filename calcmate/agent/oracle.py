@@ -373,9 +373,6 @@ class OraclePolicy(Policy):
             c.reason = c.reason or action.thought
         return Turn(action=action)
 
-    def _calls(self, state: EpisodeState, n: int) -> list[Any]:
-        return state.trajectory.tool_calls[-n:] if n else []
-
     def _script(self, state: EpisodeState) -> Generator[Action, EpisodeState, None]:
         task = state.task
         tables = sorted({t for st in self.steps for t in st.tables})

@@ -49,7 +49,11 @@ class ScriptedTeacher(OraclePolicy):
         self._recover_sql = None
         if self.steps and self.rng.random() < self.recovery_rate:
             st = self.rng.choice(self.steps)
-            self._recover_sql = (st.sql, "column" if "test_result" in st.sql or self.rng.random() < 0.5 else "empty")
+            if "test_result" not in st.sql:
+                self.rng.random()  # kept: the draw sequence (and so every synthesized set) stays as it was
+            # a guessed column where there is a lab column to misname or no pattern to narrow, else a too-exact filter
+            kind = "empty" if "test_result" not in st.sql and "ILIKE" in st.sql else "column"
+            self._recover_sql = (st.sql, kind)
 
     # -- language -----------------------------------------------------------------------------------------
     def plan_text(self, state: EpisodeState) -> str:
@@ -205,13 +209,10 @@ class ScriptedTeacher(OraclePolicy):
         return bool(self._recover_sql and self._recover_sql[0] == step.sql)
 
     def recovery(self, state: EpisodeState, step: SqlStep) -> str | None:
-        if self._recover_sql and self._recover_sql[0] == step.sql:
-            self._recover_sql = None
-            kind = self._recover_sql_kind = "column" if "test_result" in step.sql else "empty"
-            if kind == "empty" and "ILIKE" not in step.sql:
-                kind = "column"
-            return kind
-        return None
+        if not self.recovery_planned(step):
+            return None
+        kind, self._recover_sql = self._recover_sql[1], None
+        return kind
 
     def final_text(self, state: EpisodeState, works: list[CalcWork]) -> str:
         done = [{"name": w.calc.name, "value": w.value, "unit": w.calc.output.unit, "calculator_id": w.calc.id}

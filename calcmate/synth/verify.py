@@ -43,12 +43,14 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from calcmate.agent.tools import SQL_TOOLS
 from calcmate.agent.trajectory import ToolCallRecord, Trajectory
 from calcmate.calculators.spec import normalize_name
 from calcmate.scoring.metrics import SqlEvidence, item_matches, match_names, name_score
 from calcmate.scoring.tolerance import parse_number, values_match
 from calcmate.synth.composer import branch_from_dict
 from calcmate.tasks import Task
+from calcmate.tools.official import PY_NO_OUTPUT, is_error_text
 
 log = logging.getLogger(__name__)
 
@@ -74,13 +76,9 @@ PROCESS_FEEDBACK = {
                          "dependencies do not allow.",
 }
 
-SQL_TOOLS = ("run_sql", "run_read_only_sql")
 PYTHON_TOOLS = ("run_python",)
 _NUM = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _UNSIGNED = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")  # "2024-07-25" is 2024, 07, 25
-_ERROR_PREFIXES = ("SQL Execution Error", "Database Error", "Unexpected Error", "System Error", "Tool Execution Error",
-                   "Security Error", "Error: Execution timed out", "<error>")
-_PY_NO_OUTPUT = "Code executed successfully (no output)."
 
 
 @dataclass
@@ -113,7 +111,7 @@ class Verdict:
 
 # -- observations in either tool vocabulary ----------------------------------------------------------
 def _failed(c: ToolCallRecord) -> bool:
-    return c.is_error or c.result.lstrip().startswith(_ERROR_PREFIXES)
+    return c.is_error or is_error_text(c.result)
 
 
 def sql_text(result: str) -> str:
@@ -147,7 +145,7 @@ def sql_text(result: str) -> str:
 def python_stdout(result: str) -> str:
     """What a program printed: the official "Output:\\n..." (without "Errors/Warnings") or raw output."""
     s = result.strip()
-    if s == _PY_NO_OUTPUT or s.startswith("Errors/Warnings:"):
+    if s == PY_NO_OUTPUT or s.startswith("Errors/Warnings:"):
         return ""
     if s.startswith("Output:"):
         s = s[len("Output:"):].lstrip("\n")

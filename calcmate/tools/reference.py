@@ -204,15 +204,12 @@ def build_server(index: ReferenceIndex | None = None, web: WebBackend | None = N
         future = concurrent.futures.ThreadPoolExecutor(1).submit(ReferenceIndex)
     server = MCPServer(official.SEARCH, log_level="WARNING")
 
-    class _Idx:
-        def __getattr__(self, name):
-            return getattr(index if index is not None else future.result(), name)
-
-    idx = _Idx()
+    def idx() -> ReferenceIndex:
+        return index if index is not None else future.result()
     k = k or (10 if fmt == "official" else 5)
 
     def hits_for(query: str) -> tuple[list[Hit], str]:
-        hits = idx.search(query, k)
+        hits = idx().search(query, k)
         if web is not None:
             try:
                 hits += web.search(query, k)
@@ -223,7 +220,7 @@ def build_server(index: ReferenceIndex | None = None, web: WebBackend | None = N
     def fetch_doc(url: str) -> str:
         if web is not None and url.startswith(("http://", "https://")):
             return web.fetch(url)
-        return idx.fetch(url)
+        return idx().fetch(url)
 
     if fmt == "official":
         @server.tool(name="search", description=official.SEARCH_DOC)
