@@ -15,10 +15,10 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from calcmate.calculators.meta import load_meta
 from calcmate.calculators.registry import Registry, registry
@@ -26,7 +26,15 @@ from calcmate.calculators.spec import normalize_name
 from calcmate.synth.profile import DAYS_PER_YEAR, Population
 
 DEFAULT_PATHWAYS = Path(__file__).with_name("pathways.yaml")
+def _cited(v: str) -> str:
+    """A rule or pathway cites its source with a year (guideline or paper, year)."""
+    if not _YEAR.search(v):
+        raise ValueError(f"source {v!r} needs a year (guideline or paper, year)")
+    return v
+
+
 _YEAR = re.compile(r"\b(19|20)\d\d\b")
+Cited = Annotated[str, Field(min_length=8), AfterValidator(_cited)]
 
 # The patient a task describes, and who that is in profile terms (age in days, sexes, pregnancy).
 NEONATAL_DAYS = 28.0
@@ -53,14 +61,8 @@ class Rule(BaseModel):
     if_true: tuple[str, ...] = ()
     if_false: tuple[str, ...] = ()
     action: str
-    source: str = Field(min_length=8)
+    source: Cited
 
-    @field_validator("source")
-    @classmethod
-    def _cited(cls, v: str) -> str:
-        if not _YEAR.search(v):
-            raise ValueError(f"source {v!r} needs a year (guideline or paper, year)")
-        return v
 
     @model_validator(mode="after")
     def _shape(self) -> "Rule":
@@ -101,16 +103,10 @@ class Pathway(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     title: str
-    source: str = Field(min_length=8)
+    source: Cited
     steps: tuple[str, ...]
     rules: tuple[str, ...] = ()
 
-    @field_validator("source")
-    @classmethod
-    def _cited(cls, v: str) -> str:
-        if not _YEAR.search(v):
-            raise ValueError(f"source {v!r} needs a year")
-        return v
 
     @field_validator("steps")
     @classmethod
